@@ -1,0 +1,3 @@
+module github.com/loupe-dev/loupe
+
+go 1.26
