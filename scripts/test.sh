@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs Loupe's whole test suite on a fresh machine: installs what the tests
+# need, starts servers on 127.0.0.1 only, then runs vet, staticcheck and
+# go test -race. Usage: ./scripts/test.sh [go test flags/packages]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+export PATH="$(go env GOPATH)/bin:$PATH"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "tools"
+if ! command -v staticcheck >/dev/null 2>&1; then
+  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+
+# Servers the tests use are started by scripts/services.sh, which exports
+# their addresses (e.g. LOUPE_TEST_POSTGRES) for the tests.
+if [ -f scripts/services.sh ]; then
+  step "services"
+  # shellcheck source=/dev/null
+  source scripts/services.sh
+fi
+
+step "gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then
+  echo "gofmt would change:"; echo "$bad"; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "staticcheck"
+staticcheck ./...
+
+step "go test -race"
+go test -race -count=1 "${@:-./...}"

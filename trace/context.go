@@ -1,0 +1,604 @@
+package trace
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// TerminationReason says why a run ended.
+type TerminationReason string
+
+// Termination reasons. A limit names itself in the guardrail record that
+// precedes the run.end record.
+const (
+	TerminationSuccess         TerminationReason = "success"
+	TerminationError           TerminationReason = "error"
+	TerminationMaxIterations   TerminationReason = "max_iterations"
+	TerminationLimitExceeded   TerminationReason = "limit_exceeded"
+	TerminationContextCanceled TerminationReason = "context_canceled"
+	TerminationTimeout         TerminationReason = "timeout"
+	TerminationHookAbort       TerminationReason = "hook_abort"
+)
+
+// Options configure a Tracer. The zero value records everything in full
+// (values up to DefaultMaxValueBytes) and sends records nowhere but to the
+// ExecutionContext itself.
+type Options struct {
+	// Sinks receive every record through a Dispatcher built from Dispatch.
+	Sinks []Sink
+	// Dispatch configures that Dispatcher.
+	Dispatch DispatchOptions
+	// Capture says how much of each value to keep.
+	Capture Capture
+	// MaxValueBytes bounds one recorded value; a longer one is replaced by
+	// a truncation marker. Zero means DefaultMaxValueBytes; negative means
+	// no limit.
+	MaxValueBytes int
+	// Redact, if set, sees every value before it is recorded and returns
+	// what to keep (nil to drop it). It runs in the recording goroutine,
+	// possibly concurrently, so it must be safe for concurrent use. Like
+	// slog's ReplaceAttr, it is the one place to scrub secrets.
+	Redact func(r *Record, f Field, v Value) Value
+	// Now returns the current time; nil means time.Now. Tests set it for
+	// deterministic output.
+	Now func() time.Time
+}
+
+// A Tracer starts traced runs and owns the dispatcher that delivers their
+// records. It is safe for concurrent use. A nil *Tracer is valid and
+// disabled: Start returns a nil *ExecutionContext, whose methods do nothing.
+type Tracer struct {
+	opts Options
+	disp *Dispatcher
+	now  func() time.Time
+}
+
+// New returns a Tracer. If opts has sinks it starts a Dispatcher; call
+// Shutdown to drain it.
+func New(opts Options) *Tracer {
+	t := &Tracer{opts: opts, now: opts.Now}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	if t.opts.MaxValueBytes == 0 {
+		t.opts.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if len(opts.Sinks) > 0 {
+		t.disp = NewDispatcher(opts.Dispatch, opts.Sinks...)
+	}
+	return t
+}
+
+// Dispatcher returns the tracer's dispatcher, or nil if it has no sinks.
+func (t *Tracer) Dispatcher() *Dispatcher {
+	if t == nil {
+		return nil
+	}
+	return t.disp
+}
+
+// Flush waits until every record so far reached the sinks (see
+// Dispatcher.Flush).
+func (t *Tracer) Flush(ctx context.Context) error {
+	if t == nil || t.disp == nil {
+		return nil
+	}
+	return t.disp.Flush(ctx)
+}
+
+// Shutdown drains and stops the dispatcher (see Dispatcher.Shutdown).
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if t == nil || t.disp == nil {
+		return nil
+	}
+	return t.disp.Shutdown(ctx)
+}
+
+// RunOptions describe a run to Tracer.Start. The zero value starts a new
+// trace with no input and no tags.
+type RunOptions struct {
+	Input   Value    // what the run was asked
+	Tags    []string // labels to search by, e.g. "env:ci"
+	TraceID TraceID  // continue this trace instead of starting one (for example from an incoming traceparent)
+	Parent  SpanID   // the remote span this run is a child of
+	Data    any      // the loop's own state, returned by ExecutionContext.Data
+}
+
+// Start begins a root run named name, records run.start, and returns a
+// context carrying its ExecutionContext. End the run with End.
+func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.Context, *ExecutionContext) {
+	if t == nil {
+		return ctx, nil
+	}
+	tid := o.TraceID
+	if tid.IsZero() {
+		tid = NewTraceID()
+	}
+	ec := &ExecutionContext{
+		t:     t,
+		trace: &traceState{id: tid},
+		name:  name,
+		span:  NewSpanID(),
+		data:  o.Data,
+		start: t.now(),
+	}
+	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: o.Tags, Time: ec.start})
+	return NewContext(ctx, ec), ec
+}
+
+type traceState struct {
+	id  TraceID
+	seq atomic.Uint64
+}
+
+// An ExecutionContext is one run, or one nested run inside another: the
+// append-only log of its records, its stats (children included), its
+// iteration, its children and how it ended. It travels in a
+// context.Context (see FromContext), so code anywhere down the call stack
+// can record into it.
+//
+// All methods are safe for concurrent use: tools running in parallel
+// goroutines may record into the same context. A nil *ExecutionContext is
+// valid and records nothing, which is how disabled tracing costs next to
+// nothing.
+type ExecutionContext struct {
+	t      *Tracer
+	trace  *traceState
+	name   string
+	span   SpanID
+	parent *ExecutionContext
+	depth  int
+	data   any
+	start  time.Time
+
+	mu        sync.Mutex
+	records   []Record
+	stats     Stats
+	children  []*ExecutionContext
+	iteration int
+	iterSpan  SpanID
+	iterStart time.Time
+	end       time.Time
+	ended     bool
+	reason    TerminationReason
+	err       error
+	result    Value
+}
+
+type ctxKey struct{}
+
+// NewContext returns a copy of ctx that carries ec.
+func NewContext(ctx context.Context, ec *ExecutionContext) context.Context {
+	return context.WithValue(ctx, ctxKey{}, ec)
+}
+
+// FromContext returns the ExecutionContext carried by ctx, or nil (a valid,
+// disabled context) if there is none.
+func FromContext(ctx context.Context) *ExecutionContext {
+	ec, _ := ctx.Value(ctxKey{}).(*ExecutionContext)
+	return ec
+}
+
+// Enabled reports whether ec records anything.
+func (ec *ExecutionContext) Enabled() bool { return ec != nil }
+
+// TraceID returns the id of the trace ec belongs to.
+func (ec *ExecutionContext) TraceID() TraceID {
+	if ec == nil {
+		return TraceID{}
+	}
+	return ec.trace.id
+}
+
+// SpanID returns the span of ec's run.
+func (ec *ExecutionContext) SpanID() SpanID {
+	if ec == nil {
+		return SpanID{}
+	}
+	return ec.span
+}
+
+// Name returns the run's name ("main", "compaction", …).
+func (ec *ExecutionContext) Name() string {
+	if ec == nil {
+		return ""
+	}
+	return ec.name
+}
+
+// Depth returns the nesting depth: 0 for a root run.
+func (ec *ExecutionContext) Depth() int {
+	if ec == nil {
+		return 0
+	}
+	return ec.depth
+}
+
+// Parent returns the run that spawned ec, or nil for a root run.
+func (ec *ExecutionContext) Parent() *ExecutionContext {
+	if ec == nil {
+		return nil
+	}
+	return ec.parent
+}
+
+// Data returns the loop state given at Start or SpawnChild.
+func (ec *ExecutionContext) Data() any {
+	if ec == nil {
+		return nil
+	}
+	return ec.data
+}
+
+// Tracer returns the tracer ec records through.
+func (ec *ExecutionContext) Tracer() *Tracer {
+	if ec == nil {
+		return nil
+	}
+	return ec.t
+}
+
+// Record appends r to the run and delivers it to the sinks. Fields left
+// zero are filled in: V, TraceID, Seq, Time, Depth, Iteration, SpanID (a
+// new span) and ParentID (the current iteration's span, or the run's).
+// Values are copied and pass through the capture policy and Redact first,
+// so the caller may reuse them. Stats, its own and its ancestors', are
+// updated before Record returns.
+func (ec *ExecutionContext) Record(r Record) {
+	if ec == nil {
+		return
+	}
+	t := ec.t
+	r.V = Version
+	r.TraceID = ec.trace.id
+	r.Depth = ec.depth
+	if r.Time.IsZero() {
+		r.Time = t.now()
+	}
+	r.Time = r.Time.UTC()
+	if r.SpanID.IsZero() {
+		r.SpanID = NewSpanID()
+	}
+	ec.capture(&r)
+
+	ec.mu.Lock()
+	if r.Iteration == 0 {
+		r.Iteration = ec.iteration
+	}
+	if r.ParentID.IsZero() && r.SpanID != ec.span {
+		r.ParentID = ec.span
+		if !ec.iterSpan.IsZero() && r.SpanID != ec.iterSpan {
+			r.ParentID = ec.iterSpan
+		}
+	}
+	r.Seq = ec.trace.seq.Add(1)
+	ec.records = append(ec.records, r)
+	ec.stats.Add(&r)
+	if t.disp != nil {
+		t.disp.Emit(r) // under the lock, so a sink sees one context's records in order
+	}
+	ec.mu.Unlock()
+
+	for p := ec.parent; p != nil; p = p.parent {
+		p.mu.Lock()
+		p.stats.Add(&r)
+		p.mu.Unlock()
+	}
+}
+
+// capture applies the capture policy and Redact to r's values, and copies
+// what it keeps so that the caller's buffers are not retained.
+func (ec *ExecutionContext) capture(r *Record) {
+	if len(r.Input) == 0 && len(r.Output) == 0 && len(r.Thinking) == 0 {
+		return
+	}
+	o := &ec.t.opts
+	switch o.Capture {
+	case CaptureNone:
+		r.Input, r.Output, r.Thinking = nil, nil, nil
+		return
+	case CaptureMetadata:
+		r.Input, r.Output, r.Thinking = omitOrNil(r.Input), omitOrNil(r.Output), omitOrNil(r.Thinking)
+		return
+	}
+	if o.Redact != nil {
+		r.Input = redact(o.Redact, r, FieldInput, r.Input)
+		r.Output = redact(o.Redact, r, FieldOutput, r.Output)
+		r.Thinking = redact(o.Redact, r, FieldThinking, r.Thinking)
+	}
+	limit := o.MaxValueBytes
+	vals := [...]*Value{&r.Input, &r.Output, &r.Thinking}
+	var cut [len(vals)]bool
+	n := 0
+	for i, v := range vals {
+		if limit > 0 && len(*v) > limit {
+			*v = truncate(*v, limit) // a fresh buffer already
+			cut[i] = true
+			continue
+		}
+		n += len(*v)
+	}
+	// One allocation holds every other kept value.
+	buf := make([]byte, 0, n)
+	for i, v := range vals {
+		switch {
+		case len(*v) == 0:
+			*v = nil
+		case !cut[i]:
+			start := len(buf)
+			buf = append(buf, *v...)
+			*v = buf[start:len(buf):len(buf)]
+		}
+	}
+}
+
+func redact(f func(*Record, Field, Value) Value, r *Record, field Field, v Value) Value {
+	if len(v) == 0 {
+		return v
+	}
+	return f(r, field, v)
+}
+
+func omitOrNil(v Value) Value {
+	if len(v) == 0 {
+		return nil
+	}
+	return omitted(v)
+}
+
+// Records returns a copy of the records of ec and of every run nested in
+// it, in Seq order. The records' Values are shared and must not be
+// modified.
+func (ec *ExecutionContext) Records() []Record {
+	if ec == nil {
+		return nil
+	}
+	var out []Record
+	ec.collect(&out)
+	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+func (ec *ExecutionContext) collect(out *[]Record) {
+	ec.mu.Lock()
+	*out = append(*out, ec.records...)
+	kids := slices.Clone(ec.children)
+	ec.mu.Unlock()
+	for _, c := range kids {
+		c.collect(out)
+	}
+}
+
+// Stats returns a copy of the aggregates of ec and its children so far.
+func (ec *ExecutionContext) Stats() Stats {
+	if ec == nil {
+		return Stats{}
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return ec.stats.Clone()
+}
+
+// Iteration returns the current iteration number, from 1; 0 before the
+// first.
+func (ec *ExecutionContext) Iteration() int {
+	if ec == nil {
+		return 0
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return ec.iteration
+}
+
+// StartIteration begins the next iteration and records iteration.start.
+// Records made until EndIteration are children of the iteration's span.
+// It returns the new iteration number.
+func (ec *ExecutionContext) StartIteration() int {
+	if ec == nil {
+		return 0
+	}
+	now := ec.t.now()
+	ec.mu.Lock()
+	ec.iteration++
+	n := ec.iteration
+	ec.iterSpan = NewSpanID()
+	ec.iterStart = now
+	span := ec.iterSpan
+	ec.mu.Unlock()
+	ec.Record(Record{Type: TypeIterationStart, SpanID: span, ParentID: ec.span, Iteration: n, Time: now})
+	return n
+}
+
+// EndIteration records iteration.end for the current iteration with the
+// loop's action ("continue", "terminate", …).
+func (ec *ExecutionContext) EndIteration(action string) {
+	if ec == nil {
+		return
+	}
+	now := ec.t.now()
+	ec.mu.Lock()
+	span, start, n := ec.iterSpan, ec.iterStart, ec.iteration
+	ec.iterSpan = SpanID{}
+	ec.mu.Unlock()
+	if span.IsZero() {
+		return
+	}
+	ec.Record(Record{Type: TypeIterationEnd, SpanID: span, ParentID: ec.span, Iteration: n, Status: action, Duration: now.Sub(start), Time: now})
+}
+
+// SpawnChild starts a nested run (a sub-agent, a compaction pass) and
+// records child.spawn. The child's stats roll up into ec as they arrive.
+// Call CompleteChild (or the child's End) when it is done, with defer:
+//
+//	child := ec.SpawnChild("compaction", nil)
+//	defer ec.CompleteChild(child)
+func (ec *ExecutionContext) SpawnChild(name string, data any) *ExecutionContext {
+	if ec == nil {
+		return nil
+	}
+	c := &ExecutionContext{
+		t: ec.t, trace: ec.trace, name: name, span: NewSpanID(),
+		parent: ec, depth: ec.depth + 1, data: data, start: ec.t.now(),
+	}
+	ec.mu.Lock()
+	ec.children = append(ec.children, c)
+	parentSpan := ec.span
+	if !ec.iterSpan.IsZero() {
+		parentSpan = ec.iterSpan
+	}
+	ec.mu.Unlock()
+	ec.Record(Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: parentSpan, Name: name, Time: c.start})
+	return c
+}
+
+// CompleteChild ends child, if it has not ended yet, and records child.end
+// with its termination reason, result, error and duration. It is safe to
+// call more than once.
+func (ec *ExecutionContext) CompleteChild(child *ExecutionContext) {
+	if ec == nil || child == nil {
+		return
+	}
+	child.End()
+}
+
+// Children returns the runs spawned by ec so far.
+func (ec *ExecutionContext) Children() []*ExecutionContext {
+	if ec == nil {
+		return nil
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return slices.Clone(ec.children)
+}
+
+// SetResult records the run's final result, reported by End.
+func (ec *ExecutionContext) SetResult(v Value) {
+	if ec == nil {
+		return
+	}
+	ec.mu.Lock()
+	ec.result = v
+	ec.mu.Unlock()
+}
+
+// Terminate sets why the run ends and the error, if any. The first reason
+// set wins, so a limit that stops the run is not overwritten by the error
+// the stop causes further up. It records nothing; End does.
+func (ec *ExecutionContext) Terminate(reason TerminationReason, err error) {
+	if ec == nil {
+		return
+	}
+	ec.mu.Lock()
+	if ec.reason == "" {
+		ec.reason, ec.err = reason, err
+	}
+	ec.mu.Unlock()
+}
+
+// ReasonFor maps an error to a termination reason: nil is success, a
+// canceled context is context_canceled, a deadline is timeout, anything
+// else is error.
+func ReasonFor(err error) TerminationReason {
+	switch {
+	case err == nil:
+		return TerminationSuccess
+	case errors.Is(err, context.Canceled):
+		return TerminationContextCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return TerminationTimeout
+	}
+	return TerminationError
+}
+
+// End ends the run: it settles the termination reason (success if none was
+// set), and records run.end for a root run or child.end for a nested one.
+// Later calls do nothing.
+func (ec *ExecutionContext) End() {
+	if ec == nil {
+		return
+	}
+	now := ec.t.now()
+	ec.mu.Lock()
+	if ec.ended {
+		ec.mu.Unlock()
+		return
+	}
+	ec.ended = true
+	ec.end = now
+	if ec.reason == "" {
+		ec.reason = TerminationSuccess
+	}
+	r := Record{Type: TypeRunEnd, SpanID: ec.span, Name: ec.name, Status: string(ec.reason), Output: ec.result, Duration: now.Sub(ec.start), Time: now}
+	if ec.err != nil {
+		r.Error = ec.err.Error()
+	}
+	ec.mu.Unlock()
+	if p := ec.parent; p != nil {
+		r.Type = TypeChildEnd
+		p.mu.Lock()
+		r.ParentID = p.span
+		if !p.iterSpan.IsZero() {
+			r.ParentID = p.iterSpan
+		}
+		p.mu.Unlock()
+		p.Record(r)
+		return
+	}
+	ec.Record(r)
+}
+
+// Ended reports whether End was called.
+func (ec *ExecutionContext) Ended() bool {
+	if ec == nil {
+		return false
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return ec.ended
+}
+
+// Termination returns why the run ended (empty while it runs) and its error.
+func (ec *ExecutionContext) Termination() (TerminationReason, error) {
+	if ec == nil {
+		return "", nil
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return ec.reason, ec.err
+}
+
+// Result returns the value set with SetResult.
+func (ec *ExecutionContext) Result() Value {
+	if ec == nil {
+		return nil
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return ec.result
+}
+
+// Duration returns how long the run took, or has taken so far.
+func (ec *ExecutionContext) Duration() time.Duration {
+	if ec == nil {
+		return 0
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	if ec.ended {
+		return ec.end.Sub(ec.start)
+	}
+	return ec.t.now().Sub(ec.start)
+}
+
+// StartTime returns when the run began.
+func (ec *ExecutionContext) StartTime() time.Time {
+	if ec == nil {
+		return time.Time{}
+	}
+	return ec.start
+}

@@ -1,0 +1,118 @@
+package trace
+
+import (
+	"context"
+	"time"
+)
+
+// A Span is a timed operation in progress: a tool call, a hook, a pipeline
+// node or a model call. Start it with ExecutionContext.Start and finish it
+// with End (or EndModel); the end record carries the duration and, on
+// failure, the error. A Span is a small value: copy it freely, end it once.
+// The zero Span (from a nil ExecutionContext) does nothing.
+type Span struct {
+	ec     *ExecutionContext
+	typ    Type
+	name   string
+	id     SpanID
+	start  time.Time
+	input  Value // a model call's input, recorded at the end
+}
+
+// Start begins a span of kind typ, which is TypeToolStart, TypeHookStart,
+// TypeNodeStart or TypeModelCall. For the first three it records the start
+// record with input; a model call is recorded once, when it ends, with
+// input included (so input must not be modified before EndModel).
+func (ec *ExecutionContext) Start(typ Type, name string, input Value) Span {
+	if ec == nil {
+		return Span{}
+	}
+	s := Span{ec: ec, typ: typ, name: name, id: NewSpanID(), start: ec.t.now()}
+	if typ != TypeModelCall {
+		ec.Record(Record{Type: typ, Name: name, SpanID: s.id, Input: input, Time: s.start})
+	} else {
+		s.input = input
+	}
+	return s
+}
+
+// ID returns the span's id.
+func (s Span) ID() SpanID { return s.id }
+
+// End finishes the span: tool.end / hook.end / node.end with output, or
+// tool.error / hook.error (node.end with Error) if err is not nil.
+func (s Span) End(output Value, err error) {
+	if s.ec == nil {
+		return
+	}
+	if s.typ == TypeModelCall {
+		s.EndModel(output, nil, Usage{}, "", err)
+		return
+	}
+	now := s.ec.t.now()
+	r := Record{Name: s.name, SpanID: s.id, Output: output, Duration: now.Sub(s.start), Time: now}
+	switch s.typ {
+	case TypeToolStart:
+		r.Type = TypeToolEnd
+		if err != nil {
+			r.Type = TypeToolError
+		}
+	case TypeHookStart:
+		r.Type = TypeHookEnd
+		if err != nil {
+			r.Type = TypeHookError
+		}
+	default:
+		r.Type = TypeNodeEnd
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	s.ec.Record(r)
+}
+
+// EndModel finishes a model-call span, recording one model.call record with
+// the response, the thinking text, token usage and the finish reason.
+func (s Span) EndModel(output, thinking Value, u Usage, finish string, err error) {
+	if s.ec == nil {
+		return
+	}
+	now := s.ec.t.now()
+	r := Record{Type: TypeModelCall, Name: s.name, SpanID: s.id, Input: s.input, Output: output,
+		Thinking: thinking, Usage: u, Status: finish, Duration: now.Sub(s.start), Time: now}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	s.ec.Record(r)
+}
+
+// Delta records one streamed chunk of the model call in progress: kind is
+// "text" or "thinking".
+func (s Span) Delta(kind string, chunk Value) {
+	if s.ec == nil {
+		return
+	}
+	s.ec.Record(Record{Type: TypeModelDelta, Name: s.name, ParentID: s.id, Status: kind, Output: chunk})
+}
+
+// Tool runs fn as a traced tool call named name: one line wraps a call,
+// and the error path is recorded too.
+//
+//	out, err := trace.Tool(ctx, "search", query, func(ctx context.Context) ([]Hit, error) { … })
+//
+// input and the result are encoded with JSON. Without an ExecutionContext
+// in ctx it just calls fn.
+func Tool[T any](ctx context.Context, name string, input any, fn func(context.Context) (T, error)) (T, error) {
+	ec := FromContext(ctx)
+	if ec == nil {
+		return fn(ctx)
+	}
+	s := ec.Start(TypeToolStart, name, JSON(input))
+	out, err := fn(ctx)
+	if err != nil {
+		s.End(nil, err)
+	} else {
+		s.End(JSON(out), nil)
+	}
+	return out, err
+}

@@ -1,0 +1,121 @@
+package trace
+
+import (
+	"maps"
+	"time"
+)
+
+// ModelStats aggregates the model calls made with one model.
+type ModelStats struct {
+	Calls           int     `json:"calls"`
+	Errors          int     `json:"errors,omitempty"`
+	InputTokens     int64   `json:"input_tokens"`
+	OutputTokens    int64   `json:"output_tokens"`
+	CachedTokens    int64   `json:"cached_tokens,omitempty"`
+	ReasoningTokens int64   `json:"reasoning_tokens,omitempty"`
+	CostUSD         float64 `json:"cost_usd"`
+}
+
+// ToolStats aggregates the calls of one tool.
+type ToolStats struct {
+	Calls  int           `json:"calls"`
+	Errors int           `json:"errors,omitempty"`
+	Total  time.Duration `json:"total_ns"`
+	Max    time.Duration `json:"max_ns"`
+}
+
+// Stats are a run's aggregates, kept up to date as records arrive. The
+// stats of an ExecutionContext include those of its children. A Stats value
+// returned by ExecutionContext.Stats is a copy the caller owns.
+type Stats struct {
+	Records         int                   `json:"records"`
+	Iterations      int                   `json:"iterations"`
+	ModelCalls      int                   `json:"model_calls"`
+	InputTokens     int64                 `json:"input_tokens"`
+	OutputTokens    int64                 `json:"output_tokens"`
+	CachedTokens    int64                 `json:"cached_tokens,omitempty"`
+	ReasoningTokens int64                 `json:"reasoning_tokens,omitempty"`
+	CostUSD         float64               `json:"cost_usd"`
+	ToolCalls       int                   `json:"tool_calls"`
+	Errors          int                   `json:"errors"`
+	Children        int                   `json:"children,omitempty"`
+	Guardrails      int                   `json:"guardrails,omitempty"`
+	ByModel         map[string]ModelStats `json:"by_model,omitempty"`
+	ByTool          map[string]ToolStats  `json:"by_tool,omitempty"`
+}
+
+// TotalTokens returns input plus output tokens.
+func (s *Stats) TotalTokens() int64 { return s.InputTokens + s.OutputTokens }
+
+// Add folds r into s. It is how every Stats is built, so a store or an
+// importer that replays records gets the same aggregates as the recorder.
+func (s *Stats) Add(r *Record) {
+	s.Records++
+	switch r.Type {
+	case TypeIterationStart:
+		s.Iterations++
+	case TypeModelCall:
+		s.ModelCalls++
+		u := &r.Usage
+		s.InputTokens += u.InputTokens
+		s.OutputTokens += u.OutputTokens
+		s.CachedTokens += u.CachedTokens
+		s.ReasoningTokens += u.ReasoningTokens
+		s.CostUSD += u.CostUSD
+		if s.ByModel == nil {
+			s.ByModel = make(map[string]ModelStats)
+		}
+		m := s.ByModel[r.Name]
+		m.Calls++
+		m.InputTokens += u.InputTokens
+		m.OutputTokens += u.OutputTokens
+		m.CachedTokens += u.CachedTokens
+		m.ReasoningTokens += u.ReasoningTokens
+		m.CostUSD += u.CostUSD
+		if r.Error != "" {
+			m.Errors++
+			s.Errors++
+		}
+		s.ByModel[r.Name] = m
+	case TypeToolEnd, TypeToolError:
+		s.ToolCalls++
+		if s.ByTool == nil {
+			s.ByTool = make(map[string]ToolStats)
+		}
+		t := s.ByTool[r.Name]
+		t.Calls++
+		t.Total += r.Duration
+		t.Max = max(t.Max, r.Duration)
+		if r.Failed() {
+			t.Errors++
+			s.Errors++
+		}
+		s.ByTool[r.Name] = t
+	case TypeHookError, TypeError:
+		s.Errors++
+	case TypeNodeEnd:
+		if r.Error != "" {
+			s.Errors++
+		}
+	case TypeChildSpawn:
+		s.Children++
+	case TypeGuardrail:
+		s.Guardrails++
+	}
+}
+
+// Clone returns a deep copy of s.
+func (s Stats) Clone() Stats {
+	s.ByModel = maps.Clone(s.ByModel)
+	s.ByTool = maps.Clone(s.ByTool)
+	return s
+}
+
+// StatsOf aggregates recs.
+func StatsOf(recs []Record) Stats {
+	var s Stats
+	for i := range recs {
+		s.Add(&recs[i])
+	}
+	return s
+}

@@ -1,0 +1,87 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Value is a recorded input, output or payload: one JSON value in its
+// encoded form. A nil or empty Value means "not recorded" and encodes as
+// null. Values are immutable once recorded: the recorder copies what it is
+// given, so a caller may reuse its buffers afterwards.
+type Value []byte
+
+// JSON encodes v with encoding/json. If v cannot be encoded the Value is a
+// JSON object saying why, so recording never fails.
+func JSON(v any) Value {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case Value:
+		return v
+	case json.RawMessage:
+		return Value(v)
+	case string:
+		return Text(v)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Text(fmt.Sprintf("<unencodable %T: %v>", v, err))
+	}
+	return b
+}
+
+// Text returns s as a JSON string value.
+func Text(s string) Value {
+	return appendJSONString(make([]byte, 0, len(s)+2), s)
+}
+
+// Raw returns b as a Value without checking that it is JSON; use it when b
+// is known to be one encoded JSON value. Recording copies it.
+func Raw(b []byte) Value { return Value(b) }
+
+// String returns v's JSON text, or "null" if v is empty.
+func (v Value) String() string {
+	if len(v) == 0 {
+		return "null"
+	}
+	return string(v)
+}
+
+// Text returns v's content as text: the string itself for a JSON string,
+// otherwise the JSON text.
+func (v Value) Text() string {
+	if len(v) > 0 && v[0] == '"' {
+		if s, err := strconv.Unquote(string(v)); err == nil {
+			return s
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
+		}
+	}
+	return v.String()
+}
+
+// Decode unmarshals v into dst with encoding/json.
+func (v Value) Decode(dst any) error { return json.Unmarshal(v, dst) }
+
+// MarshalJSON implements json.Marshaler.
+func (v Value) MarshalJSON() ([]byte, error) {
+	if len(v) == 0 {
+		return []byte("null"), nil
+	}
+	return v, nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it keeps a copy of b. A JSON
+// null becomes an empty Value.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*v = nil
+		return nil
+	}
+	*v = append(Value(nil), b...)
+	return nil
+}
