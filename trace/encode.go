@@ -119,7 +119,7 @@ func appendValue(b []byte, key string, v Value) []byte {
 	b = append(b, key...)
 	if json.Valid(v) {
 		// Compact so that one record stays one line.
-		if bytes.IndexAny(v, "\n\r\t ") < 0 {
+		if !bytes.ContainsAny(v, "\n\r\t ") {
 			return append(b, v...)
 		}
 		var buf bytes.Buffer

@@ -11,12 +11,12 @@ import (
 // failure, the error. A Span is a small value: copy it freely, end it once.
 // The zero Span (from a nil ExecutionContext) does nothing.
 type Span struct {
-	ec     *ExecutionContext
-	typ    Type
-	name   string
-	id     SpanID
-	start  time.Time
-	input  Value // a model call's input, recorded at the end
+	ec    *ExecutionContext
+	typ   Type
+	name  string
+	id    SpanID
+	start time.Time
+	input Value // a model call's input, recorded at the end
 }
 
 // Start begins a span of kind typ, which is TypeToolStart, TypeHookStart,
