@@ -520,15 +520,16 @@ func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggr
 	b := db.D.NewBuilder()
 	w := where(Where(b, &store.Filter{Since: since, Until: until}))
 	a := store.Aggregates{ByModel: map[string]trace.ModelStats{}, ByTool: map[string]store.ToolAggregate{}}
-	row := db.SQL.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(t.records), 0), "+
-		"COALESCE(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END), 0) FROM traces t"+w, b.Args...)
+	row := db.SQL.QueryRowContext(ctx, "SELECT COUNT(*), CAST(COALESCE(SUM(t.records), 0) AS BIGINT), "+
+		"CAST(COALESCE(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END), 0) AS BIGINT) FROM traces t"+w, b.Args...)
 	if err := row.Scan(&a.Traces, &a.Records, &a.ErrorTraces); err != nil {
 		return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
 	}
 	if a.Traces > 0 {
 		a.ErrorRate = float64(a.ErrorTraces) / float64(a.Traces)
 	}
-	rows, err := db.SQL.QueryContext(ctx, "SELECT m.model, SUM(m.calls), SUM(m.errors), SUM(m.input_tokens), SUM(m.output_tokens), SUM(m.cached_tokens), SUM(m.reasoning_tokens), SUM(m.cost) "+
+	rows, err := db.SQL.QueryContext(ctx, "SELECT m.model, CAST(SUM(m.calls) AS BIGINT), CAST(SUM(m.errors) AS BIGINT), CAST(SUM(m.input_tokens) AS BIGINT), CAST(SUM(m.output_tokens) AS BIGINT), "+
+		"CAST(SUM(m.cached_tokens) AS BIGINT), CAST(SUM(m.reasoning_tokens) AS BIGINT), SUM(m.cost) "+
 		"FROM trace_models m JOIN traces t ON t.trace_id = m.trace_id"+w+" GROUP BY m.model", b.Args...)
 	if err != nil {
 		return a, err
@@ -543,7 +544,7 @@ func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggr
 		a.ByModel[name] = m
 	}
 	rows.Close()
-	rows, err = db.SQL.QueryContext(ctx, "SELECT o.tool, SUM(o.calls), SUM(o.errors), SUM(o.total_ns) "+
+	rows, err = db.SQL.QueryContext(ctx, "SELECT o.tool, CAST(SUM(o.calls) AS BIGINT), CAST(SUM(o.errors) AS BIGINT), CAST(SUM(o.total_ns) AS BIGINT) "+
 		"FROM trace_tools o JOIN traces t ON t.trace_id = o.trace_id"+w+" GROUP BY o.tool", b.Args...)
 	if err != nil {
 		return a, err
