@@ -87,8 +87,7 @@ var migrations = []string{
 		tsv tsvector NOT NULL,
 		UNIQUE (trace_id, seq)
 	);
-	CREATE INDEX records_ts ON records (ts);
-	CREATE INDEX records_type_ts ON records (type, ts);
+	CREATE INDEX records_type ON records (type, id);
 	CREATE INDEX records_tsv ON records USING gin (tsv);`,
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/store/internal/sqlstore"
 	"github.com/loupe-dev/loupe/store/storetest"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -52,6 +53,57 @@ func BenchmarkIngest(b *testing.B) {
 				r := &recs[i]
 				buf = r.AppendJSON(buf[:0])
 				if _, err := st.Exec(r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(len(recs))/time.Since(start).Seconds(), "records/s")
+			b.StopTimer()
+			db.Close()
+			b.StartTimer()
+		}
+	})
+	// raw-schema: the same plain loop, into the store's own records table
+	// (its unique and type indexes) and FTS5 table: what the store must
+	// write at least, without the summaries, dispatcher and batching.
+	b.Run("raw-schema", func(b *testing.B) {
+		var recs []trace.Record
+		for i := 0; len(recs) < n; i++ {
+			recs = append(recs, storetest.Gen(storetest.BenchSpec(i, time.Unix(0, 0)))...)
+		}
+		b.ResetTimer()
+		for range b.N {
+			b.StopTimer()
+			path := filepath.Join(b.TempDir(), "raw.db")
+			open(b, path).Close() // creates the schema
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			start := time.Now()
+			tx, _ := db.Begin()
+			st, err := tx.Prepare("INSERT INTO records (trace_id, seq, ts, type, doc) VALUES (?, ?, ?, ?, ?)")
+			if err != nil {
+				b.Fatal(err)
+			}
+			fts, err := tx.Prepare("INSERT INTO records_fts (rowid, name, error, input, output, thinking) VALUES (?, ?, ?, ?, ?, ?)")
+			if err != nil {
+				b.Fatal(err)
+			}
+			var buf []byte
+			for i := range recs {
+				r := &recs[i]
+				buf = r.AppendJSON(buf[:0])
+				res, err := st.Exec(r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), buf)
+				if err != nil {
+					b.Fatal(err)
+				}
+				id, _ := res.LastInsertId()
+				f := sqlstore.TextFields(r)
+				if _, err := fts.Exec(id, f[0].Text, f[1].Text, f[2].Text, f[3].Text, f[4].Text); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -79,7 +79,7 @@ func RunSink(tb testing.TB, s store.Store, n int) int {
 	var sinkErr atomic.Value
 	tr := trace.New(trace.Options{
 		Sinks:    []trace.Sink{store.NewSink(s)},
-		Dispatch: trace.DispatchOptions{OnFull: trace.Block, OnError: func(err error) { sinkErr.Store(err) }},
+		Dispatch: trace.DispatchOptions{OnFull: trace.Block, BatchSize: SinkBatch, OnError: func(err error) { sinkErr.Store(err) }},
 	})
 	total := 0
 	for i := 0; total < n; i++ {
@@ -155,3 +155,12 @@ func ExportPeak(b *testing.B, s store.Store) (records int, peakMB float64) {
 	<-done
 	return records, float64(peak.Load()) / (1 << 20)
 }
+
+// SinkBatch is the dispatcher batch size RunSink uses: LOUPE_BENCH_BATCH,
+// or trace.DefaultBatchSize.
+var SinkBatch = func() int {
+	if n, err := strconv.Atoi(os.Getenv("LOUPE_BENCH_BATCH")); err == nil && n > 0 {
+		return n
+	}
+	return trace.DefaultBatchSize
+}()

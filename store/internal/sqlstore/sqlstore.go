@@ -417,34 +417,31 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		c = append(c, "r.type IN ("+strings.Join(ps, ", ")+")")
 	}
 	if q.Cursor != "" {
-		t, tie, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return store.SearchPage{}, err
+		_, tie, err := decodeCursor(q.Cursor)
+		rid, perr := strconv.ParseInt(tie, 10, 64)
+		if err != nil || perr != nil {
+			return store.SearchPage{}, fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", q.Cursor)
 		}
-		rid, err := strconv.ParseInt(tie, 10, 64)
-		if err != nil {
-			return store.SearchPage{}, fmt.Errorf("invalid page cursor %q", q.Cursor)
-		}
-		c = append(c, "(r.ts < "+b.Arg(t)+" OR (r.ts = "+b.Arg(t)+" AND r.id < "+b.Arg(rid)+"))")
+		c = append(c, "r.id < "+b.Arg(rid))
 	}
 	limit := limitOf(q.Limit)
-	query := "SELECT r.id, r.ts, t.name, r.doc FROM records r JOIN traces t ON t.trace_id = r.trace_id" + where(c) +
-		" ORDER BY r.ts DESC, r.id DESC LIMIT " + b.Arg(limit+1)
+	query := "SELECT r.id, t.name, r.doc FROM records r JOIN traces t ON t.trace_id = r.trace_id" + where(c) +
+		" ORDER BY r.id DESC LIMIT " + b.Arg(limit+1)
 	rows, err := db.SQL.QueryContext(ctx, query, b.Args...)
 	if err != nil {
 		return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 	}
 	defer rows.Close()
 	var page store.SearchPage
-	var lastTS, lastID int64
+	var lastID int64
 	var doc []byte
 	for rows.Next() {
 		if len(page.Hits) == limit {
-			page.Next = encodeCursor(lastTS, strconv.FormatInt(lastID, 10))
+			page.Next = encodeCursor(0, strconv.FormatInt(lastID, 10))
 			break
 		}
 		var h store.Hit
-		if err := rows.Scan(&lastID, &lastTS, &h.TraceName, &doc); err != nil {
+		if err := rows.Scan(&lastID, &h.TraceName, &doc); err != nil {
 			return store.SearchPage{}, err
 		}
 		r, err := trace.DecodeRecord(doc)
