@@ -127,7 +127,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	s := &Store{DB: sqlstore.DB{SQL: db, Name: path, D: sqlstore.Dialect{
-		TextMatch:  textMatch,
+		TextFrom:   textFrom,
 		DeleteText: deleteText,
 	}}}
 	if err := s.migrate(ctx); err != nil {
@@ -174,14 +174,16 @@ func (s *Store) migrate(ctx context.Context) error {
 	return tx.Commit()
 }
 
-// textMatch matches through the FTS5 index. Each term becomes an FTS5
-// string (a phrase of its tokens), so nothing in it is FTS5 syntax.
-func textMatch(b *sqlstore.Builder, terms []string) string {
+// textFrom matches through the FTS5 index, which drives the query in
+// rowid order so that a page stops as soon as it is full. Each term
+// becomes an FTS5 string (a phrase of its tokens), so nothing in it is
+// FTS5 syntax.
+func textFrom(b *sqlstore.Builder, terms []string) (from, cond, id string) {
 	q := make([]string, len(terms))
 	for i, t := range terms {
 		q[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 	}
-	return "r.id IN (SELECT rowid FROM records_fts WHERE records_fts MATCH " + b.Arg(strings.Join(q, " AND ")) + ")"
+	return "records_fts f JOIN records r ON r.id = f.rowid", "records_fts MATCH " + b.Arg(strings.Join(q, " AND ")), "f.rowid"
 }
 
 func deleteText(ctx context.Context, tx *sql.Tx, b *sqlstore.Builder, idsCond string) error {

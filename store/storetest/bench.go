@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,6 +155,23 @@ func ExportPeak(b *testing.B, s store.Store) (records int, peakMB float64) {
 	close(stop)
 	<-done
 	return records, float64(peak.Load()) / (1 << 20)
+}
+
+// VmHWM returns the process's peak resident set size in MB, from
+// /proc/self/status (0 where that is not available). Unlike the Go heap it
+// counts memory a driver allocates outside Go, such as SQLite's page cache.
+func VmHWM() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
 }
 
 // SinkBatch is the dispatcher batch size RunSink uses: LOUPE_BENCH_BATCH,

@@ -34,6 +34,11 @@ type Dialect struct {
 	// record contains every term (each a space-separated token sequence
 	// that must appear as a phrase), adding its arguments to b.
 	TextMatch func(b *Builder, terms []string) string
+	// TextFrom, if set, is used instead of TextMatch: it returns a FROM
+	// clause joining a text index to records r, the match condition, and
+	// the index's id column, which replaces r.id in ORDER BY and the
+	// cursor so that the index drives the query and a page stops early.
+	TextFrom func(b *Builder, terms []string) (from, cond, id string)
 	// DeleteText removes the text index entries of the given traces'
 	// records before they are deleted (nil when the index goes with the
 	// row).
@@ -405,10 +410,18 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		return store.SearchPage{}, nil
 	}
 	b := db.D.NewBuilder()
-	c := Where(b, &q.Filter)
+	from, idCol := "records r", "r.id"
+	var c []string
 	if len(terms) > 0 {
-		c = append(c, db.D.TextMatch(b, terms))
+		if db.D.TextFrom != nil {
+			var cond string
+			from, cond, idCol = db.D.TextFrom(b, terms)
+			c = append(c, cond)
+		} else {
+			c = append(c, db.D.TextMatch(b, terms))
+		}
 	}
+	c = append(c, Where(b, &q.Filter)...)
 	if len(q.Types) > 0 {
 		var ps []string
 		for _, t := range q.Types {
@@ -422,11 +435,11 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		if err != nil || perr != nil {
 			return store.SearchPage{}, fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", q.Cursor)
 		}
-		c = append(c, "r.id < "+b.Arg(rid))
+		c = append(c, idCol+" < "+b.Arg(rid))
 	}
 	limit := limitOf(q.Limit)
-	query := "SELECT r.id, t.name, r.doc FROM records r JOIN traces t ON t.trace_id = r.trace_id" + where(c) +
-		" ORDER BY r.id DESC LIMIT " + b.Arg(limit+1)
+	query := "SELECT r.id, t.name, r.doc FROM " + from + " JOIN traces t ON t.trace_id = r.trace_id" + where(c) +
+		" ORDER BY " + idCol + " DESC LIMIT " + b.Arg(limit+1)
 	rows, err := db.SQL.QueryContext(ctx, query, b.Args...)
 	if err != nil {
 		return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
