@@ -252,12 +252,17 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 			}
 		}
 		if len(new) > 0 {
-			exec := func(ctx context.Context, q string, args ...any) error {
-				_, err := tx.Exec(ctx, q, args...)
+			// The summary upserts go in one pipelined round trip.
+			var batch pgx.Batch
+			queue := func(_ context.Context, q string, args ...any) error {
+				batch.Queue(q, args...)
+				return nil
+			}
+			if err := s.D.ApplyDeltas(ctx, queue, sqlstore.Deltas(new)); err != nil {
 				return err
 			}
-			if err := s.D.ApplyDeltas(ctx, exec, sqlstore.Deltas(new)); err != nil {
-				return err
+			if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+				return fmt.Errorf("update summaries: %w", err)
 			}
 		}
 		if err := tx.Commit(ctx); err != nil {
