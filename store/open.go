@@ -107,6 +107,7 @@ type SchemaVersionError struct {
 	Known int    // the newest version this build knows
 }
 
+// Error says which store is too new and what to do.
 func (e *SchemaVersionError) Error() string {
 	return fmt.Sprintf("store at %s has schema version %d, this loupe knows up to %d; upgrade loupe (the store is open read-only)", e.Store, e.Found, e.Known)
 }

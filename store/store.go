@@ -89,11 +89,13 @@ type RecordError struct {
 	Err     error
 }
 
+// Error says which record was rejected, why, and that the batch was not stored.
 func (e *RecordError) Error() string {
 	return fmt.Sprintf("record %d of batch (trace %s seq %d type %q): %v; nothing in this batch was stored",
 		e.Index, e.TraceID, e.Seq, e.Type, e.Err)
 }
 
+// Unwrap returns the reason the record was rejected.
 func (e *RecordError) Unwrap() error { return e.Err }
 
 // ValidateRecord checks what a store needs of a record: non-zero trace id,
