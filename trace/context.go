@@ -279,10 +279,13 @@ func (ec *ExecutionContext) Record(r Record) {
 	r.Seq = ec.trace.seq.Add(1)
 	ec.records = append(ec.records, r)
 	ec.stats.Add(&r)
-	if t.disp != nil {
-		t.disp.Emit(r) // under the lock, so a sink sees one context's records in order
-	}
 	ec.mu.Unlock()
+	// Outside the lock, so that a Block policy waiting for room in the queue
+	// holds up only this goroutine. Goroutines recording at once may reach
+	// the sinks slightly out of Seq order; Seq is the order.
+	if t.disp != nil {
+		t.disp.Emit(r)
+	}
 
 	for p := ec.parent; p != nil; p = p.parent {
 		p.mu.Lock()

@@ -12,8 +12,10 @@ import (
 
 // A Sink receives records, in the spirit of slog.Handler: small, and the
 // one thing an exporter implements. A Dispatcher calls WriteRecords from one
-// goroutine at a time, in record order for each trace; the slice and its
-// records are only valid during the call. A Sink that also implements
+// goroutine at a time, in the order the records were made (records made
+// concurrently may arrive out of Seq order; Seq is authoritative). The slice is reused
+// after the call returns; the records in it may be kept, since their
+// Values are never modified once recorded. A Sink that also implements
 // io.Closer is closed by Dispatcher.Shutdown.
 type Sink interface {
 	WriteRecords(ctx context.Context, recs []Record) error
