@@ -93,7 +93,8 @@ func (a AssertionResult) table() string {
 	}
 	var b strings.Builder
 	for k, l := range lines {
-		fmt.Fprintf(&b, "      %-3s %s  %s  %s\n", l.n, pad(clip(l.exp), w1), pad(clip(l.act), w2), l.status)
+		row := fmt.Sprintf("      %-3s %s  %s  %s", l.n, pad(clip(l.exp), w1), pad(clip(l.act), w2), l.status)
+		b.WriteString(strings.TrimRight(row, " ") + "\n")
 		if k == 0 {
 			continue
 		}

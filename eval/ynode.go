@@ -93,7 +93,9 @@ func convert(n ast.Node, anchors map[string]*ynode, depth int) (*ynode, error) {
 		return y, nil
 	case *ast.MappingValueNode:
 		m := &ynode{kind: ymap, pos: posOf(n)}
-		return m, addPair(m, v, anchors, depth)
+		err := addPair(m, v, anchors, depth)
+		m.keyPos()
+		return m, err
 	case *ast.MappingNode:
 		m := &ynode{kind: ymap, pos: posOf(n)}
 		for _, mv := range v.Values {
@@ -101,6 +103,7 @@ func convert(n ast.Node, anchors map[string]*ynode, depth int) (*ynode, error) {
 				return nil, err
 			}
 		}
+		m.keyPos()
 		return m, nil
 	case *ast.SequenceNode:
 		s := &ynode{kind: yseq, pos: posOf(n)}
@@ -161,6 +164,14 @@ func addPair(m *ynode, mv *ast.MappingValueNode, anchors map[string]*ynode, dept
 	m.kpos = append(m.kpos, posOf(mv.Key))
 	m.vals = append(m.vals, val)
 	return nil
+}
+
+// keyPos moves a mapping's position to its first key, where a reader
+// looks for it (the AST puts it at the first colon).
+func (y *ynode) keyPos() {
+	if len(y.kpos) > 0 && y.kpos[0].Line > 0 {
+		y.pos = y.kpos[0]
+	}
 }
 
 func toFloat(v any) float64 {
