@@ -23,7 +23,6 @@ type Row struct {
 type seqResult struct {
 	hits, total int
 	checks      []Check
-	rows        []Row
 	// match[i] is the actual index paired with expected i, or -1.
 	match []int
 	// near[i] is an actual index with the right name but wrong args, or -1.
