@@ -12,3 +12,5 @@ require (
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
+
+require github.com/goccy/go-yaml v1.19.2
