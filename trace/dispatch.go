@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A Sink receives records, in the spirit of slog.Handler: small, and the
@@ -53,6 +54,12 @@ type DispatchOptions struct {
 	BatchSize int
 	// OnFull is the policy when the queue is full.
 	OnFull FullPolicy
+	// Linger is how long the background goroutine waits for more records
+	// after writing a batch smaller than BatchSize (default DefaultLinger).
+	// Waiting lets records pile up so that a busy program hands the
+	// goroutine whole batches instead of waking it for every record; it
+	// bounds how stale a sink can be, and how long Flush may wait.
+	Linger time.Duration
 	// OnError is called with each error a sink returns. The default
 	// prints it to standard error; errors are never silent.
 	OnError func(error)
@@ -62,6 +69,7 @@ type DispatchOptions struct {
 const (
 	DefaultQueueSize = 8192
 	DefaultBatchSize = 512
+	DefaultLinger    = time.Millisecond
 )
 
 // DispatchStats counts what a Dispatcher did.
@@ -104,6 +112,9 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.Linger <= 0 {
+		opts.Linger = DefaultLinger
 	}
 	if opts.OnError == nil {
 		opts.OnError = func(err error) { fmt.Fprintln(os.Stderr, "loupe: trace sink:", err) }
@@ -191,8 +202,12 @@ func (d *Dispatcher) run() {
 			}
 		}
 		d.write(batch)
+		full := len(batch) == cap(batch)
 		clear(batch) // drop references to values
 		batch = batch[:0]
+		if !full {
+			time.Sleep(d.opts.Linger)
+		}
 	}
 }
 
