@@ -202,10 +202,13 @@ func (d *Dispatcher) run() {
 			}
 		}
 		d.write(batch)
-		full := len(batch) == cap(batch)
+		// A small batch means records trickle in: wait for more rather
+		// than wake for each one. A large one means the queue is filling:
+		// go straight back to it.
+		small := len(batch) < min(cap(batch), cap(d.queue))/2
 		clear(batch) // drop references to values
 		batch = batch[:0]
-		if !full {
+		if small {
 			time.Sleep(d.opts.Linger)
 		}
 	}

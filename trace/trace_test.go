@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loupe-dev/loupe/internal/golden"
 	"github.com/loupe-dev/loupe/schema"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/trace/internal/tracefix"
+	"github.com/loupe-dev/loupe/internal/tracefix"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -245,7 +244,7 @@ func TestConcurrentRecording(t *testing.T) {
 	})}, Dispatch: trace.DispatchOptions{OnFull: trace.Block, QueueSize: 64}})
 	ctx, ec := tr.Start(context.Background(), "parallel", trace.RunOptions{})
 	ec.StartIteration()
-	const workers, each = 100, 50
+	const workers, each = 100, 20
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -403,25 +402,5 @@ func TestGoldenFixtureJSONL(t *testing.T) {
 		b.Write(r.AppendJSON(nil))
 		b.WriteByte('\n')
 	}
-	golden(t, "fixture.jsonl", b.Bytes())
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (UPDATE_GOLDEN=1 rewrites it):\n%s", path, got)
-	}
+	golden.Check(t, "fixture.jsonl", b.Bytes())
 }
