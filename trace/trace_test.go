@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/internal/golden"
+	"github.com/loupe-dev/loupe/internal/tracefix"
 	"github.com/loupe-dev/loupe/schema"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/internal/tracefix"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
