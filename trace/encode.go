@@ -117,8 +117,10 @@ func appendValue(b []byte, key string, v Value) []byte {
 		return b
 	}
 	b = append(b, key...)
-	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
-		return append(b, v...) // the common case: already one line
+	// Values made by JSON, Text and Raw are valid JSON, but a Value is a
+	// byte slice anyone can build; checking here keeps every line valid.
+	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 && json.Valid(v) {
+		return append(b, v...) // the common case: already one valid line
 	}
 	// Compact so that one record stays one line.
 	var buf bytes.Buffer

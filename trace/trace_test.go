@@ -404,3 +404,13 @@ func TestGoldenFixtureJSONL(t *testing.T) {
 	}
 	golden.Check(t, "fixture.jsonl", b.Bytes())
 }
+
+func TestEncodingKeepsLinesValid(t *testing.T) {
+	for _, v := range []trace.Value{trace.Value("not json"), trace.Value("{\n \"a\": 1\n}"), trace.Value("{\"a\":")} {
+		r := trace.Record{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Type: trace.TypeCustom, Name: "x", Output: v}
+		line := r.AppendJSON(nil)
+		if bytes.ContainsAny(line, "\n\r") || !json.Valid(line) {
+			t.Errorf("value %q encoded as %s", v, line)
+		}
+	}
+}
