@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loupe-dev/loupe/store"
+	_ "github.com/loupe-dev/loupe/store/sqlite" // registers the default backend
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
 	"github.com/loupe-dev/loupe/tracesview"
