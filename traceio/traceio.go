@@ -415,11 +415,18 @@ func digest(parts []string) []byte {
 	return h.Sum(nil)
 }
 
-// jsonValue returns raw as a trace.Value, nil for absent or null.
+// jsonValue returns raw as a compact trace.Value (so that a record stays
+// one line and equal values are equal bytes), nil for absent or null.
 func jsonValue(raw json.RawMessage) trace.Value {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
+	}
+	if bytes.ContainsAny(raw, " \t\r\n") {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) == nil {
+			return trace.Value(b.Bytes())
+		}
 	}
 	return trace.Value(slices.Clone(raw))
 }

@@ -165,7 +165,7 @@ func TestRealFiles(t *testing.T) {
 			if got := types(qa); got != "run.start custom custom run.end" || qa[1].Name != "agentv.trace_summary" || qa[2].Name != "agentv.result" {
 				t.Errorf("simple-qa = %s", got)
 			}
-			if !bytes.Contains(qa[1].Output, []byte(`"llm_call_count": 1`)) {
+			if !bytes.Contains(qa[1].Output, []byte(`"llm_call_count":1`)) {
 				t.Errorf("summary = %s", qa[1].Output)
 			}
 		}},
