@@ -50,8 +50,10 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	addDBFlag(root)
 	root.AddCommand(
 		newVersionCmd(),
+		newTracesCmd(),
 	)
 	return root
 }
