@@ -38,7 +38,9 @@ import (
 	"sync"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -107,7 +109,7 @@ func Parse(data []byte, filename string) (*Script, error) {
 	if filename == "" {
 		filename = "script"
 	}
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parseYAML(data)
 	if err != nil {
 		return nil, yamlError(filename, err)
 	}
@@ -118,15 +120,16 @@ func Parse(data []byte, filename string) (*Script, error) {
 		return nil, fmt.Errorf("%s: the script holds %d YAML documents; write one", filename, len(f.Docs))
 	}
 	s := &Script{file: filename}
-	if err := yaml.NodeToValue(f.Docs[0].Body, s, yaml.DisallowUnknownField()); err != nil {
+	if err := decode(f.Docs[0].Body, s); err != nil {
 		return nil, yamlError(filename, err)
 	}
 	at := func(path string) string {
 		p, err := yaml.PathString(path)
 		if err == nil {
-			if n, err := p.FilterFile(f); err == nil && n != nil && n.GetToken() != nil {
-				pos := n.GetToken().Position
-				return fmt.Sprintf("%s:%d:%d", filename, pos.Line, pos.Column)
+			if n, err := p.FilterFile(f); err == nil && n != nil {
+				if pos := nodePos(n); pos != nil {
+					return fmt.Sprintf("%s:%d:%d", filename, pos.Line, pos.Column)
+				}
 			}
 		}
 		return filename
@@ -192,6 +195,49 @@ func Parse(data []byte, filename string) (*Script, error) {
 	return s, nil
 }
 
+// parseYAML is parser.ParseBytes with a panic turned into an error (see
+// decode).
+func parseYAML(data []byte) (f *ast.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the YAML is malformed and could not be parsed (go-yaml: %v)", p)
+		}
+	}()
+	return parser.ParseBytes(data, 0)
+}
+
+// decode decodes body into s. go-yaml v1.19.2 panics on some malformed
+// input (a tag with no value inside a sequence, found by FuzzParse); the
+// panic becomes an error, since bad input must never crash the caller.
+func decode(body ast.Node, s *Script) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the YAML is malformed and could not be decoded (go-yaml: %v); check the indentation and tags", p)
+		}
+	}()
+	return yaml.NodeToValue(body, s, yaml.DisallowUnknownField())
+}
+
+// nodePos returns where n begins: for a mapping, its first key rather
+// than the ":" go-yaml reports.
+func nodePos(n ast.Node) *token.Position {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		if m.IsFlowStyle && m.Start != nil {
+			return m.Start.Position
+		}
+		if len(m.Values) > 0 {
+			return nodePos(m.Values[0])
+		}
+	case *ast.MappingValueNode:
+		return nodePos(m.Key)
+	}
+	if tk := n.GetToken(); tk != nil {
+		return tk.Position
+	}
+	return nil
+}
+
 // yamlError puts the position of a go-yaml error in front of its message.
 func yamlError(filename string, err error) error {
 	var ye yaml.Error
@@ -213,10 +259,11 @@ func (s *Script) File() string { return s.file }
 // Model plays a Script. It implements agent.Model and is safe for
 // concurrent use (calls take turns in the order they arrive).
 type Model struct {
-	s     *Script
-	mu    sync.Mutex
-	next  int // the next turn to consider
-	calls int
+	s       *Script
+	mu      sync.Mutex
+	next    int // the next turn to consider
+	calls   int
+	skipped []string // turns passed over because their "when" did not match
 }
 
 // Name returns the script's model name.
@@ -239,12 +286,11 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	m.mu.Lock()
 	m.calls++
 	call := m.calls
-	var skipped []string
 	idx := -1
 	for i := m.next; i < len(m.s.Turns); i++ {
 		t := &m.s.Turns[i]
 		if t.When != "" && !strings.Contains(results, t.When) {
-			skipped = append(skipped, fmt.Sprintf("turn %d (%s, when %q)", i+1, m.s.pos[i], t.When))
+			m.skipped = append(m.skipped, fmt.Sprintf("turn %d (%s, when %q)", i+1, m.s.pos[i], t.When))
 			continue
 		}
 		idx = i
@@ -252,11 +298,11 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	}
 	if idx < 0 {
 		m.next = len(m.s.Turns)
-		m.mu.Unlock()
 		msg := fmt.Sprintf("scripted model %q: call %d has no turn left in %s (%d turns", m.s.Model, call, m.s.file, len(m.s.Turns))
-		if len(skipped) > 0 {
-			msg += "; skipped because the last tool results did not match: " + strings.Join(skipped, ", ")
+		if len(m.skipped) > 0 {
+			msg += "; skipped because the last tool results did not match: " + strings.Join(m.skipped, ", ")
 		}
+		m.mu.Unlock()
 		return agent.Response{}, errors.New(msg + "); add a turn to the script")
 	}
 	m.next = idx + 1
