@@ -157,7 +157,7 @@ type ExecutionContext struct {
 	start  time.Time
 
 	mu        sync.Mutex
-	records   []Record
+	records   recordLog
 	stats     Stats
 	children  []*ExecutionContext
 	iteration int
@@ -250,9 +250,12 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // so the caller may reuse them. Stats, its own and its ancestors', are
 // updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
-	if ec == nil {
-		return
+	if ec != nil {
+		ec.record(r)
 	}
+}
+
+func (ec *ExecutionContext) record(r Record) {
 	t := ec.t
 	r.V = Version
 	r.TraceID = ec.trace.id
@@ -277,12 +280,15 @@ func (ec *ExecutionContext) Record(r Record) {
 		}
 	}
 	r.Seq = ec.trace.seq.Add(1)
-	ec.records = append(ec.records, r)
+	ec.records.append(r)
 	ec.stats.Add(&r)
-	if t.disp != nil {
-		t.disp.Emit(r) // under the lock, so a sink sees one context's records in order
-	}
 	ec.mu.Unlock()
+	// Outside the lock, so that a Block policy waiting for room in the queue
+	// holds up only this goroutine. Goroutines recording at once may reach
+	// the sinks slightly out of Seq order; Seq is the order.
+	if t.disp != nil {
+		t.disp.Emit(r)
+	}
 
 	for p := ec.parent; p != nil; p = p.parent {
 		p.mu.Lock()
@@ -366,7 +372,9 @@ func (ec *ExecutionContext) Records() []Record {
 
 func (ec *ExecutionContext) collect(out *[]Record) {
 	ec.mu.Lock()
-	*out = append(*out, ec.records...)
+	for _, c := range ec.records.chunks {
+		*out = append(*out, c...)
+	}
 	kids := slices.Clone(ec.children)
 	ec.mu.Unlock()
 	for _, c := range kids {
@@ -601,4 +609,25 @@ func (ec *ExecutionContext) StartTime() time.Time {
 		return time.Time{}
 	}
 	return ec.start
+}
+
+// recordLog is an append-only list of records kept in chunks, so that a long
+// run's log grows without ever copying what it holds.
+type recordLog struct {
+	chunks [][]Record
+}
+
+const maxChunk = 1024
+
+func (l *recordLog) append(r Record) {
+	n := len(l.chunks)
+	if n == 0 || len(l.chunks[n-1]) == cap(l.chunks[n-1]) {
+		size := 16
+		if n > 0 {
+			size = min(2*cap(l.chunks[n-1]), maxChunk)
+		}
+		l.chunks = append(l.chunks, make([]Record, 0, size))
+		n++
+	}
+	l.chunks[n-1] = append(l.chunks[n-1], r)
 }

@@ -8,12 +8,15 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A Sink receives records, in the spirit of slog.Handler: small, and the
 // one thing an exporter implements. A Dispatcher calls WriteRecords from one
-// goroutine at a time, in record order for each trace; the slice and its
-// records are only valid during the call. A Sink that also implements
+// goroutine at a time, in the order the records were made (records made
+// concurrently may arrive out of Seq order; Seq is authoritative). The slice is reused
+// after the call returns; the records in it may be kept, since their
+// Values are never modified once recorded. A Sink that also implements
 // io.Closer is closed by Dispatcher.Shutdown.
 type Sink interface {
 	WriteRecords(ctx context.Context, recs []Record) error
@@ -51,6 +54,12 @@ type DispatchOptions struct {
 	BatchSize int
 	// OnFull is the policy when the queue is full.
 	OnFull FullPolicy
+	// Linger is how long the background goroutine waits for more records
+	// after writing a batch smaller than BatchSize (default DefaultLinger).
+	// Waiting lets records pile up so that a busy program hands the
+	// goroutine whole batches instead of waking it for every record; it
+	// bounds how stale a sink can be, and how long Flush may wait.
+	Linger time.Duration
 	// OnError is called with each error a sink returns. The default
 	// prints it to standard error; errors are never silent.
 	OnError func(error)
@@ -60,6 +69,7 @@ type DispatchOptions struct {
 const (
 	DefaultQueueSize = 8192
 	DefaultBatchSize = 512
+	DefaultLinger    = time.Millisecond
 )
 
 // DispatchStats counts what a Dispatcher did.
@@ -102,6 +112,9 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.Linger <= 0 {
+		opts.Linger = DefaultLinger
 	}
 	if opts.OnError == nil {
 		opts.OnError = func(err error) { fmt.Fprintln(os.Stderr, "loupe: trace sink:", err) }
@@ -189,8 +202,12 @@ func (d *Dispatcher) run() {
 			}
 		}
 		d.write(batch)
+		full := len(batch) == cap(batch)
 		clear(batch) // drop references to values
 		batch = batch[:0]
+		if !full {
+			time.Sleep(d.opts.Linger)
+		}
 	}
 }
 

@@ -117,17 +117,16 @@ func appendValue(b []byte, key string, v Value) []byte {
 		return b
 	}
 	b = append(b, key...)
-	if json.Valid(v) {
-		// Compact so that one record stays one line.
-		if !bytes.ContainsAny(v, "\n\r\t ") {
-			return append(b, v...)
-		}
-		var buf bytes.Buffer
-		if json.Compact(&buf, v) == nil {
-			return append(b, buf.Bytes()...)
-		}
+	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
+		return append(b, v...) // the common case: already one line
 	}
-	// Not JSON (a Raw misuse): keep the bytes as a string rather than break the line.
+	// Compact so that one record stays one line.
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) == nil {
+		return append(b, buf.Bytes()...)
+	}
+	// Not JSON (a Value built without JSON, Text or Raw): keep the bytes as
+	// a string rather than break the line.
 	return appendJSONString(b, string(v))
 }
 

@@ -233,7 +233,6 @@ func (s *Sink) WriteRecords(_ context.Context, recs []trace.Record) error {
 		if _, ok := s.pending[r.TraceID]; !ok {
 			s.order = append(s.order, r.TraceID)
 		}
-		r.Input, r.Output, r.Thinking = clone(r.Input), clone(r.Output), clone(r.Thinking)
 		s.pending[r.TraceID] = append(s.pending[r.TraceID], r)
 		if r.Type == trace.TypeRunEnd && r.Depth == 0 {
 			if err := s.print(r.TraceID); err != nil {
@@ -242,13 +241,6 @@ func (s *Sink) WriteRecords(_ context.Context, recs []trace.Record) error {
 		}
 	}
 	return nil
-}
-
-func clone(v trace.Value) trace.Value {
-	if v == nil {
-		return nil
-	}
-	return append(trace.Value(nil), v...)
 }
 
 func (s *Sink) print(id trace.TraceID) error {
