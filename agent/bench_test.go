@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,15 +15,6 @@ import (
 	"github.com/loupe-dev/loupe/tool"
 	"github.com/loupe-dev/loupe/trace"
 )
-
-// cpuTime returns the user and system CPU time the process used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // spin does n rounds of a small hash: real CPU work that the compiler
 // cannot remove, without sleeping.
@@ -38,6 +28,7 @@ func spin(n int) uint64 {
 }
 
 var (
+	spinSink      uint64 // keeps calibration work from being optimised away
 	calibrateOnce sync.Once
 	spinFor50us   int
 )
@@ -51,7 +42,7 @@ func rounds50us() int {
 		best := time.Duration(1 << 62)
 		for range 200 {
 			start := time.Now()
-			spin(n)
+			spinSink += spin(n)
 			best = min(best, time.Since(start))
 		}
 		spinFor50us = int(float64(n) * float64(50*time.Microsecond) / float64(best))
