@@ -364,13 +364,17 @@ func (ec *ExecutionContext) Records() []Record {
 	if ec == nil {
 		return nil
 	}
-	var out []Record
-	ec.collect(&out)
-	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	out := make([]Record, 0, ec.Stats().Records)
+	nested := ec.collect(&out)
+	if nested { // each context's records are in order; together they interleave
+		slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
 	return out
 }
 
-func (ec *ExecutionContext) collect(out *[]Record) {
+// collect appends the records of ec and its children to out, and reports
+// whether there were children.
+func (ec *ExecutionContext) collect(out *[]Record) bool {
 	ec.mu.Lock()
 	for _, c := range ec.records.chunks {
 		*out = append(*out, c...)
@@ -380,6 +384,7 @@ func (ec *ExecutionContext) collect(out *[]Record) {
 	for _, c := range kids {
 		c.collect(out)
 	}
+	return len(kids) > 0
 }
 
 // Stats returns a copy of the aggregates of ec and its children so far.

@@ -98,6 +98,7 @@ type Dispatcher struct {
 
 	progressMu sync.Mutex
 	progress   chan struct{} // closed and replaced after each batch
+	wake       chan struct{} // cuts a linger short, for Flush
 
 	listeners atomic.Pointer[[]*listener]
 	lmu       sync.Mutex
@@ -119,7 +120,7 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 	if opts.OnError == nil {
 		opts.OnError = func(err error) { fmt.Fprintln(os.Stderr, "loupe: trace sink:", err) }
 	}
-	d := &Dispatcher{opts: opts, sinks: sinks, progress: make(chan struct{})}
+	d := &Dispatcher{opts: opts, sinks: sinks, progress: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if !opts.Inline {
 		d.queue = make(chan Record, opts.QueueSize)
 		d.done = make(chan struct{})
@@ -187,6 +188,8 @@ func (d *Dispatcher) write(batch []Record) {
 func (d *Dispatcher) run() {
 	defer close(d.done)
 	batch := make([]Record, 0, d.opts.BatchSize)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for r := range d.queue {
 		batch = append(batch, r)
 	fill:
@@ -209,7 +212,12 @@ func (d *Dispatcher) run() {
 		clear(batch) // drop references to values
 		batch = batch[:0]
 		if small {
-			time.Sleep(d.opts.Linger)
+			linger.Reset(d.opts.Linger)
+			select {
+			case <-linger.C:
+			case <-d.wake:
+				linger.Stop()
+			}
 		}
 	}
 }
@@ -220,6 +228,13 @@ func (d *Dispatcher) run() {
 // records reached each sink's destination.
 func (d *Dispatcher) Flush(ctx context.Context) error {
 	target := d.emitted.Load()
+	if d.written.Load() >= target {
+		return nil
+	}
+	select { // end the worker's linger: someone is waiting
+	case d.wake <- struct{}{}:
+	default:
+	}
 	for {
 		d.progressMu.Lock()
 		ch := d.progress
