@@ -152,6 +152,7 @@ type ExecutionContext struct {
 	name   string
 	span   SpanID
 	parent *ExecutionContext
+	under  SpanID // for a child run: the span its child.spawn record hangs under
 	depth  int
 	data   any
 	start  time.Time
@@ -445,28 +446,57 @@ func (ec *ExecutionContext) EndIteration(action string) {
 }
 
 // SpawnChild starts a nested run (a sub-agent, a compaction pass) and
-// records child.spawn. The child's stats roll up into ec as they arrive.
-// Call CompleteChild (or the child's End) when it is done, with defer:
+// records child.spawn under the current iteration. The child's stats roll
+// up into ec as they arrive. Call CompleteChild (or the child's End) when it
+// is done, with defer:
 //
 //	child := ec.SpawnChild("compaction", nil)
 //	defer ec.CompleteChild(child)
+//
+// To nest the child under a span in progress (the tool call that runs a
+// sub-agent), use the package function SpawnChild with that span's context.
 func (ec *ExecutionContext) SpawnChild(name string, data any) *ExecutionContext {
 	if ec == nil {
 		return nil
 	}
+	return ec.spawn(name, data, SpanID{})
+}
+
+func (ec *ExecutionContext) spawn(name string, data any, under SpanID) *ExecutionContext {
 	c := &ExecutionContext{
 		t: ec.t, trace: ec.trace, name: name, span: NewSpanID(),
 		parent: ec, depth: ec.depth + 1, data: data, start: ec.t.now(),
 	}
 	ec.mu.Lock()
 	ec.children = append(ec.children, c)
-	parentSpan := ec.span
-	if !ec.iterSpan.IsZero() {
-		parentSpan = ec.iterSpan
+	c.under = under
+	if under.IsZero() {
+		c.under = ec.span
+		if !ec.iterSpan.IsZero() {
+			c.under = ec.iterSpan
+		}
 	}
 	ec.mu.Unlock()
-	ec.Record(Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: parentSpan, Name: name, Time: c.start})
+	ec.Record(Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: c.under, Name: name, Time: c.start})
 	return c
+}
+
+// SpawnChild starts a nested run of the run carried by ctx, under the span
+// that ctx carries (see Span.Context) or else the current iteration, and
+// returns a context carrying the child. End the child with its End method
+// (or the parent's CompleteChild). Without a run in ctx it returns ctx and
+// a nil (disabled) child.
+func SpawnChild(ctx context.Context, name string, data any) (context.Context, *ExecutionContext) {
+	ec := FromContext(ctx)
+	if ec == nil {
+		return ctx, nil
+	}
+	var under SpanID
+	if s, ok := ctx.Value(spanKey{}).(spanRef); ok && s.ec == ec {
+		under = s.id
+	}
+	c := ec.spawn(name, data, under)
+	return NewContext(ctx, c), c
 }
 
 // CompleteChild ends child, if it has not ended yet, and records child.end
@@ -552,13 +582,7 @@ func (ec *ExecutionContext) End() {
 	}
 	ec.mu.Unlock()
 	if p := ec.parent; p != nil {
-		r.Type = TypeChildEnd
-		p.mu.Lock()
-		r.ParentID = p.span
-		if !p.iterSpan.IsZero() {
-			r.ParentID = p.iterSpan
-		}
-		p.mu.Unlock()
+		r.Type, r.ParentID = TypeChildEnd, ec.under
 		p.Record(r)
 		return
 	}

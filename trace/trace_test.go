@@ -414,3 +414,34 @@ func TestEncodingKeepsLinesValid(t *testing.T) {
 		}
 	}
 }
+
+func TestSpawnChildUnderSpan(t *testing.T) {
+	tr := trace.New(trace.Options{})
+	ctx, ec := tr.Start(context.Background(), "r", trace.RunOptions{})
+	ec.StartIteration()
+	sp := ec.Start(trace.TypeToolStart, "delegate", nil)
+	cctx, child := trace.SpawnChild(sp.Context(ctx), "helper", nil)
+	if trace.FromContext(cctx) != child || child.Depth() != 1 {
+		t.Fatal("SpawnChild did not return a context carrying the child")
+	}
+	child.Message("assistant", trace.Text("done"))
+	child.End()
+	sp.End(nil, nil)
+	ec.EndIteration("terminate")
+	ec.End()
+	roots := trace.Tree(ec.Records())
+	tool := roots[0].Children[0].Children[0]
+	if tool.Start.Name != "delegate" || len(tool.Children) != 1 || tool.Children[0].Start.Type != trace.TypeChildSpawn ||
+		tool.Children[0].End == nil || len(tool.Children[0].Children) != 1 {
+		t.Errorf("child run not nested under the tool span: %+v", tool)
+	}
+	// Without a span in the context, the child hangs under the iteration.
+	_, other := trace.SpawnChild(ctx, "x", nil)
+	other.End()
+	if n := trace.Tree(ec.Records())[0]; len(n.Children) != 2 {
+		t.Errorf("want the iteration and the late child under the run, got %d nodes", len(n.Children))
+	}
+	if _, c := trace.SpawnChild(context.Background(), "none", nil); c != nil {
+		t.Error("SpawnChild without a run returned a child")
+	}
+}
