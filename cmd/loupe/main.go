@@ -50,8 +50,11 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	addDBFlag(root)
 	root.AddCommand(
 		newVersionCmd(),
+		newDemoCmd(),
+		newTracesCmd(),
 	)
 	return root
 }

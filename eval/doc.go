@@ -1,0 +1,18 @@
+// Package eval scores agent trajectories against expectations written in
+// AgentV eval files (the original v2 "evalcases" format and the current
+// "tests"/"assertions" format).
+//
+// The package is self-contained: it depends on no other Loupe package. A
+// run is handed to it as a [Trajectory]; recorded AgentV transcripts can be
+// read with [ParseTranscript].
+//
+// Two semantics are offered through [Options.Mode]:
+//
+//   - [ModeDefault] (the zero value) is what Loupe considers correct: exact
+//     means the same calls in the same order and nothing else, and calls are
+//     matched with a best assignment rather than first fit.
+//   - [ModeAgentV] reproduces the scores and verdicts of the AgentV 4.42.4
+//     CLI, quirks included.
+//
+// docs/eval-semantics.md lists every difference with an example.
+package eval

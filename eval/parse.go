@@ -1,0 +1,226 @@
+package eval
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// ParseFile reads and parses the eval file at path. See Parse.
+func ParseFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read eval file: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses an eval file in either AgentV layout. name is used in error
+// messages. Every problem found is reported, each as an *Error with
+// file:line:column, joined with errors.Join; on error the File is nil.
+// Parse never panics.
+func Parse(name string, data []byte) (f *File, err error) {
+	defer func() {
+		if r := recover(); r != nil { // the YAML library must not take us down
+			f, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse YAML (%v); check the file is valid YAML", r)}
+		}
+	}()
+	ast, perr := parser.ParseBytes(data, 0)
+	if perr != nil {
+		e := &Error{File: name, Msg: "invalid YAML: " + syntaxMessage(perr) + "; fix the syntax at this position"}
+		var se *yaml.SyntaxError
+		if errors.As(perr, &se) && se.Token != nil {
+			e.Pos = Position{Line: se.Token.Position.Line, Column: se.Token.Position.Column}
+		}
+		return nil, e
+	}
+	if len(ast.Docs) == 0 || ast.Docs[0].Body == nil {
+		return nil, &Error{File: name, Msg: "empty eval file; add a tests: list"}
+	}
+	if len(ast.Docs) > 1 {
+		return nil, &Error{File: name, Pos: posOf(ast.Docs[1].Body), Msg: "more than one YAML document; keep one document per eval file"}
+	}
+	root, cerr := convert(ast.Docs[0].Body, map[string]*ynode{}, 0)
+	if cerr != nil {
+		var e *Error
+		if errors.As(cerr, &e) {
+			e.File = name
+		}
+		return nil, cerr
+	}
+	p := &fileParser{name: name}
+	f = p.file(root)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return f, nil
+}
+
+func syntaxMessage(err error) string {
+	var se *yaml.SyntaxError
+	if errors.As(err, &se) {
+		return se.Message
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// fileParser accumulates errors so that one run reports all of them.
+type fileParser struct {
+	name string
+	errs []error
+}
+
+func (p *fileParser) errorf(pos Position, format string, args ...any) {
+	p.errs = append(p.errs, &Error{File: p.name, Pos: pos, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *fileParser) file(root *ynode) *File {
+	if root.kind != ymap {
+		p.errorf(root.pos, "eval file must be a mapping with a tests: list, got %s", root.describe())
+		return nil
+	}
+	f := &File{Path: p.name, Format: FormatCurrent}
+	if d, ok := root.get("description").str(); ok {
+		f.Description = d
+	}
+	cases := root.get("tests")
+	key := "tests"
+	if cases == nil {
+		if cases = root.get("eval_cases"); cases != nil {
+			key = "eval_cases"
+		} else if cases = root.get("evalcases"); cases != nil {
+			key, f.Format = "evalcases", FormatV2
+		}
+	}
+	if cases == nil {
+		p.errorf(root.pos, "no test cases: add a tests: list (or evalcases: in the v2 format)")
+		return nil
+	}
+	if cases.kind != yseq {
+		p.errorf(cases.pos, "%s must be a list of cases, got %s", key, cases.describe())
+		return nil
+	}
+	var rootAsserts *ynode
+	if ex := root.get("execution"); ex != nil {
+		rootAsserts = ex.first("assertions", "assert", "evaluators")
+	}
+	if a := root.first("assertions", "assert"); a != nil {
+		rootAsserts = a
+	}
+	seen := map[string]Position{}
+	for _, cy := range cases.items {
+		c, ok := p.testCase(cy, rootAsserts)
+		if !ok {
+			continue
+		}
+		if prev, dup := seen[c.ID]; dup {
+			p.errorf(c.Pos, "duplicate case id %q (first at line %d); ids must be unique", c.ID, prev.Line)
+			continue
+		}
+		seen[c.ID] = c.Pos
+		f.Cases = append(f.Cases, c)
+	}
+	return f
+}
+
+func (p *fileParser) testCase(cy *ynode, rootAsserts *ynode) (Case, bool) {
+	if cy.kind != ymap {
+		p.errorf(cy.pos, "a test case must be a mapping with id: and assertions:, got %s", cy.describe())
+		return Case{}, false
+	}
+	c := Case{Pos: cy.pos}
+	id, ok := cy.get("id").str()
+	if !ok || strings.TrimSpace(id) == "" {
+		p.errorf(cy.pos, "test case has no id; add id: <unique-name>")
+		return Case{}, false
+	}
+	c.ID = id
+	c.Criteria, _ = cy.first("criteria", "expected_outcome", "description").str()
+	c.Input = inputText(cy.first("input", "input_messages"))
+	if c.Input == "" {
+		if vars := cy.get("vars"); vars != nil {
+			c.Input = inputText(vars.get("input"))
+		}
+	}
+	expectedCalls := p.expectedMessageCalls(cy.first("expected_messages", "expected_output"))
+	var list *ynode
+	skipDefaults := false
+	if ex := cy.get("execution"); ex != nil {
+		list = ex.get("evaluators")
+		skipDefaults = ex.get("skip_defaults").boolean()
+	}
+	if a := cy.first("assertions", "assert"); a != nil {
+		list = a
+	} else if list == nil {
+		list = cy.get("evaluators")
+	}
+	c.Assertions = p.assertionList(list, c.ID, expectedCalls)
+	if !skipDefaults {
+		c.Assertions = append(c.Assertions, p.assertionList(rootAsserts, c.ID, expectedCalls)...)
+	}
+	return c, true
+}
+
+// inputText flattens an input (a string or a list of messages) to the text
+// of its user turns.
+func inputText(y *ynode) string {
+	if s, ok := y.str(); ok {
+		return s
+	}
+	if y == nil || y.kind != yseq {
+		return ""
+	}
+	var parts []string
+	for _, m := range y.items {
+		if r, _ := m.get("role").str(); r == "user" || r == "" {
+			if s, ok := m.get("content").str(); ok {
+				parts = append(parts, s)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// expectedMessageCalls collects the tool_calls of assistant turns in
+// expected_messages, for the expected_messages evaluator.
+func (p *fileParser) expectedMessageCalls(y *ynode) []ExpectedCall {
+	if y == nil || y.kind != yseq {
+		return nil
+	}
+	var out []ExpectedCall
+	for _, m := range y.items {
+		tcs := m.get("tool_calls")
+		if tcs == nil {
+			continue
+		}
+		if tcs.kind != yseq {
+			p.errorf(tcs.pos, "tool_calls must be a list of {tool, input, output}, got %s", tcs.describe())
+			continue
+		}
+		for _, tc := range tcs.items {
+			name, ok := tc.first("tool", "name").str()
+			if !ok || name == "" {
+				p.errorf(tc.pos, "expected tool call has no tool name; add tool: <name>")
+				continue
+			}
+			ec := ExpectedCall{Tool: name, Pos: tc.pos}
+			if in := tc.get("input"); in != nil && in.kind != ynull {
+				if in.kind != ymap {
+					p.errorf(in.pos, "input of %s must be a mapping of arguments, got %s", name, in.describe())
+					continue
+				}
+				ec.Args = in.value().(map[string]any)
+			}
+			out = append(out, ec)
+		}
+	}
+	return out
+}

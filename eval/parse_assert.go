@@ -1,0 +1,550 @@
+package eval
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+func (y *ynode) boolean() bool {
+	if y == nil || y.kind != yscalar {
+		return false
+	}
+	b, _ := y.val.(bool)
+	return b
+}
+
+// commonKeys are accepted on every assertion.
+var commonKeys = []string{"name", "metric", "type", "weight", "required", "min_score", "negate"}
+
+// kindKeys lists the extra keys each kind accepts; a key outside the list is
+// an error, so a typo is never silently ignored.
+var kindKeys = map[Kind][]string{
+	KindToolTrajectory:   {"mode", "minimums", "expected", "args_match", "argsMatch"},
+	KindExpectedMessages: {},
+	KindToolUsed:         {"value"},
+	KindToolSequence:     {"value"},
+	KindToolArgsMatch:    {"value"},
+	KindContains:         {"value"},
+	KindIContains:        {"value"},
+	KindRegex:            {"value", "flags"},
+	KindEquals:           {"value"},
+	KindStartsWith:       {"value"},
+	KindEndsWith:         {"value"},
+	KindIsJSON:           {},
+	KindLatency:          {"threshold"},
+	KindCost:             {"budget", "threshold"},
+	KindTokenUsage:       {"max_total", "max_input", "max_output", "maxTotal", "maxInput", "maxOutput"},
+	KindExecutionMetrics: {"max_tool_calls", "max_llm_calls", "max_tokens", "max_cost_usd", "max_duration_ms", "maxToolCalls", "maxLlmCalls", "maxTokens", "maxCostUsd", "maxDurationMs"},
+}
+
+// aliases maps accepted type spellings (after "_"→"-") to kinds.
+var aliases = map[string]Kind{
+	"tool-trajectory": KindToolTrajectory, "expected-messages": KindExpectedMessages,
+	"trajectory:tool-used": KindToolUsed, "trajectory:tool-sequence": KindToolSequence,
+	"trajectory:tool-args-match": KindToolArgsMatch,
+	"contains":                   KindContains, "icontains": KindIContains, "regex": KindRegex, "equals": KindEquals,
+	"starts-with": KindStartsWith, "ends-with": KindEndsWith, "is-json": KindIsJSON,
+	"latency": KindLatency, "cost": KindCost, "token-usage": KindTokenUsage, "execution-metrics": KindExecutionMetrics,
+	"llm-grader": KindJudge, "llm-judge": KindJudge, "llm-rubric": KindJudge, "rubric": KindJudge, "rubrics": KindJudge,
+	"g-eval": KindJudge, "factuality": KindJudge,
+	"code-grader": KindScript, "code-judge": KindScript, "script": KindScript, "javascript": KindScript, "python": KindScript,
+}
+
+func knownTypes() string {
+	var ks []string
+	for k := range aliases {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}
+
+func (p *fileParser) assertionList(list *ynode, caseID string, expectedCalls []ExpectedCall) []Assertion {
+	if list == nil || list.kind == ynull {
+		return nil
+	}
+	if list.kind != yseq {
+		p.errorf(list.pos, "assertions of case %q must be a list, got %s", caseID, list.describe())
+		return nil
+	}
+	var out []Assertion
+	rubric := -1 // bare strings are gathered into one judge assertion, as AgentV does
+	for _, it := range list.items {
+		if s, ok := it.str(); ok {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				p.errorf(it.pos, "empty criterion string in case %q; remove it or write the criterion", caseID)
+				continue
+			}
+			if rubric < 0 {
+				rubric = len(out)
+				out = append(out, Assertion{Name: "rubrics", Kind: KindJudge, Weight: 0, Pos: it.pos, Judge: &JudgeSpec{}})
+			}
+			a := &out[rubric]
+			a.Weight++
+			if a.Judge.Prompt != "" {
+				a.Judge.Prompt += "\n"
+			}
+			a.Judge.Prompt += s
+			continue
+		}
+		if a, ok := p.assertion(it, caseID, expectedCalls); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []ExpectedCall) (Assertion, bool) {
+	if y.kind != ymap {
+		p.errorf(y.pos, "assertion must be a mapping with type:, or a criterion string; got %s", y.describe())
+		return Assertion{}, false
+	}
+	tn := y.get("type")
+	raw, ok := tn.str()
+	if !ok || raw == "" {
+		p.errorf(y.pos, "assertion has no type; add type: (one of %s)", knownTypes())
+		return Assertion{}, false
+	}
+	a := Assertion{Pos: y.pos, Weight: 1}
+	t := raw
+	if strings.HasPrefix(t, "not-") {
+		a.Negate, t = true, strings.TrimPrefix(t, "not-")
+	}
+	kind, ok := aliases[strings.ReplaceAll(t, "_", "-")]
+	if !ok {
+		p.errorf(tn.pos, "unknown assertion type %q; use one of %s", raw, knownTypes())
+		return Assertion{}, false
+	}
+	a.Kind = kind
+	a.Name, _ = y.first("name", "metric").str()
+	if a.Name == "" {
+		a.Name = defaultName(kind, y)
+	}
+	if y.get("negate").boolean() {
+		a.Negate = !a.Negate
+	}
+	if w := y.get("weight"); w != nil {
+		if f, ok := w.num(); ok && f >= 0 {
+			a.Weight = f
+		} else {
+			p.errorf(w.pos, "weight must be a non-negative number, got %s", w.describe())
+		}
+	}
+	if r := y.get("required"); r != nil {
+		if f, ok := r.num(); ok {
+			a.Required, a.MinScore = true, &f
+		} else {
+			a.Required = r.boolean()
+		}
+	}
+	if m := y.get("min_score"); m != nil {
+		if f, ok := m.num(); ok && f >= 0 && f <= 1 {
+			a.MinScore = &f
+		} else {
+			p.errorf(m.pos, "min_score must be a number in [0,1], got %s", m.describe())
+		}
+	}
+	if keys, checked := kindKeys[kind]; checked {
+		p.checkKeys(y, kind, keys)
+	}
+	n := len(p.errs)
+	switch kind {
+	case KindToolTrajectory:
+		a.Trajectory = p.trajectorySpec(y)
+	case KindExpectedMessages:
+		if len(expectedCalls) == 0 {
+			p.errorf(y.pos, "expected_messages evaluator in case %q, but the case has no expected_messages with tool_calls; add them or remove the evaluator", caseID)
+		}
+		a.Trajectory = &TrajectorySpec{Mode: Exact, Expected: expectedCalls}
+	case KindToolUsed:
+		a.ToolUsed = p.toolUsed(y.get("value"), y.pos)
+	case KindToolSequence:
+		a.Trajectory = p.toolSequence(y.get("value"), y.pos)
+	case KindToolArgsMatch:
+		a.ArgsCheck = p.argsCheck(y.get("value"), y.pos)
+	case KindContains, KindIContains, KindRegex, KindEquals, KindStartsWith, KindEndsWith:
+		a.Text = p.textSpec(y, kind)
+	case KindIsJSON:
+		a.Text = &TextSpec{}
+	case KindLatency, KindCost, KindTokenUsage, KindExecutionMetrics:
+		a.Limits = p.limits(y, kind)
+	case KindJudge:
+		prompt, _ := y.first("prompt", "value", "criteria", "rubric").str()
+		a.Judge = &JudgeSpec{Prompt: prompt}
+	case KindScript:
+		s := &ScriptSpec{}
+		if c := y.first("command", "script", "value"); c != nil {
+			if str, ok := c.str(); ok {
+				s.Command = []string{str}
+			} else if c.kind == yseq {
+				for _, it := range c.items {
+					s.Command = append(s.Command, scalarText(it))
+				}
+			}
+		}
+		a.Script = s
+	}
+	return a, len(p.errs) == n
+}
+
+func defaultName(k Kind, y *ynode) string {
+	if v, ok := y.get("value").str(); ok && len(v) <= 40 {
+		return string(k) + "-" + v
+	}
+	return string(k)
+}
+
+func (p *fileParser) checkKeys(y *ynode, k Kind, extra []string) {
+	for i, key := range y.keys {
+		if contains(commonKeys, key) || contains(extra, key) {
+			continue
+		}
+		allowed := append(append([]string{}, commonKeys...), extra...)
+		p.errorf(y.kpos[i], "unknown key %q for %s assertion; allowed keys: %s", key, k, strings.Join(allowed, ", "))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var seqModes = []SeqMode{AnyOrder, InOrder, Exact, Subset, Superset}
+
+func (p *fileParser) seqMode(y *ynode, def SeqMode) (SeqMode, bool) {
+	if y == nil {
+		if def == "" {
+			return "", false
+		}
+		return def, true
+	}
+	s, _ := y.str()
+	for _, m := range seqModes {
+		if string(m) == s {
+			return m, true
+		}
+	}
+	p.errorf(y.pos, "invalid mode %q; use one of any_order, in_order, exact, subset, superset", scalarText(y))
+	return "", false
+}
+
+func (p *fileParser) trajectorySpec(y *ynode) *TrajectorySpec {
+	mode, ok := p.seqMode(y.get("mode"), "")
+	if !ok {
+		if y.get("mode") == nil {
+			p.errorf(y.pos, "tool-trajectory needs mode: (any_order, in_order, exact, subset or superset)")
+		}
+		return nil
+	}
+	s := &TrajectorySpec{Mode: mode}
+	s.ArgsMatch = p.argsMatch(y.first("args_match", "argsMatch"), ArgsMatch{Rule: ArgsExact})
+	if m := y.get("minimums"); m != nil {
+		if m.kind != ymap {
+			p.errorf(m.pos, "minimums must map tool names to counts, e.g. minimums: {search: 2}; got %s", m.describe())
+		} else {
+			for i, k := range m.keys {
+				f, ok := m.vals[i].num()
+				if !ok || f < 0 {
+					p.errorf(m.vals[i].pos, "minimum for %q must be a non-negative number, got %s", k, m.vals[i].describe())
+					continue
+				}
+				s.Minimums = append(s.Minimums, Minimum{Tool: k, Count: f})
+			}
+		}
+	}
+	if e := y.get("expected"); e != nil {
+		s.Expected = p.expectedList(e)
+	}
+	switch {
+	case mode == AnyOrder && y.get("minimums") == nil && y.get("expected") == nil:
+		p.errorf(y.pos, "any_order mode needs minimums: (tool: count) or expected: (list of {tool})")
+	case mode != AnyOrder && y.get("expected") == nil:
+		p.errorf(y.pos, "%s mode needs expected: (a list of {tool: name})", mode)
+	}
+	return s
+}
+
+func (p *fileParser) expectedList(e *ynode) []ExpectedCall {
+	if e.kind != yseq {
+		p.errorf(e.pos, "expected must be a list of {tool: name}, got %s", e.describe())
+		return nil
+	}
+	var out []ExpectedCall
+	for _, it := range e.items {
+		if it.kind != ymap {
+			p.errorf(it.pos, "expected item must be a mapping like {tool: name}, got %s", it.describe())
+			continue
+		}
+		p.checkItemKeys(it, "tool", "args", "args_match", "argsMatch", "max_duration_ms", "maxDurationMs")
+		name, ok := it.get("tool").str()
+		if !ok || name == "" {
+			p.errorf(it.pos, "expected item has no tool name; add tool: <name>")
+			continue
+		}
+		ec := ExpectedCall{Tool: name, Pos: it.pos}
+		p.expectedArgs(it.get("args"), &ec)
+		if am := it.first("args_match", "argsMatch"); am != nil {
+			m := p.argsMatch(am, ArgsMatch{Rule: ArgsExact})
+			ec.ArgsMatch = &m
+		}
+		if md := it.first("max_duration_ms", "maxDurationMs"); md != nil {
+			if f, ok := md.num(); ok && f >= 0 {
+				d := time.Duration(f * float64(time.Millisecond))
+				ec.MaxDuration = &d
+			} else {
+				p.errorf(md.pos, "max_duration_ms must be a non-negative number of milliseconds, got %s", md.describe())
+			}
+		}
+		out = append(out, ec)
+	}
+	return out
+}
+
+func (p *fileParser) checkItemKeys(y *ynode, allowed ...string) {
+	for i, k := range y.keys {
+		if !contains(allowed, k) {
+			p.errorf(y.kpos[i], "unknown key %q; allowed keys: %s", k, strings.Join(allowed, ", "))
+		}
+	}
+}
+
+func (p *fileParser) expectedArgs(a *ynode, ec *ExpectedCall) {
+	if a == nil || a.kind == ynull {
+		return
+	}
+	if s, ok := a.str(); ok && s == "any" {
+		ec.AnyArgs = true
+		return
+	}
+	if a.kind != ymap {
+		p.errorf(a.pos, "args must be a mapping of expected arguments or the word any, got %s", a.describe())
+		return
+	}
+	ec.Args = a.value().(map[string]any)
+}
+
+func (p *fileParser) argsMatch(y *ynode, def ArgsMatch) ArgsMatch {
+	if y == nil {
+		return def
+	}
+	if y.kind == yseq {
+		m := ArgsMatch{Rule: ArgsFields}
+		for _, it := range y.items {
+			if s, ok := it.str(); ok && s != "" {
+				m.Fields = append(m.Fields, s)
+			} else {
+				p.errorf(it.pos, "args_match field list must hold dotted paths like query or filter.city, got %s", it.describe())
+			}
+		}
+		if len(m.Fields) == 0 {
+			p.errorf(y.pos, "args_match field list is empty; list the argument paths to compare")
+		}
+		return m
+	}
+	s, _ := y.str()
+	switch ArgsRule(s) {
+	case ArgsExact, ArgsSuperset, ArgsSubset, ArgsIgnore:
+		return ArgsMatch{Rule: ArgsRule(s)}
+	}
+	p.errorf(y.pos, "invalid args_match %q; use exact, superset, subset, ignore, or a list of argument paths", scalarText(y))
+	return def
+}
+
+func (p *fileParser) toolUsed(v *ynode, at Position) *ToolUsedSpec {
+	s := &ToolUsedSpec{Min: 1}
+	switch {
+	case v == nil:
+		p.errorf(at, "trajectory:tool-used needs value: a tool name, a list of names, or {name, min, max}")
+		return nil
+	case v.kind == yscalar:
+		name, ok := v.str()
+		if !ok || name == "" {
+			p.errorf(v.pos, "tool name must be a string")
+			return nil
+		}
+		s.Tools = []string{name}
+	case v.kind == yseq:
+		for _, it := range v.items {
+			if name, ok := it.str(); ok && name != "" {
+				s.Tools = append(s.Tools, name)
+			} else {
+				p.errorf(it.pos, "tool name must be a string, got %s", it.describe())
+			}
+		}
+	case v.kind == ymap:
+		p.checkItemKeys(v, "name", "min", "max")
+		name, ok := v.get("name").str()
+		if !ok || name == "" {
+			p.errorf(v.pos, "trajectory:tool-used value needs name: <tool>")
+			return nil
+		}
+		s.Tools = []string{name}
+		if m := v.get("min"); m != nil {
+			if f, ok := m.num(); ok && f >= 0 {
+				s.Min = f
+			} else {
+				p.errorf(m.pos, "min must be a non-negative number, got %s", m.describe())
+			}
+		}
+		if m := v.get("max"); m != nil {
+			if f, ok := m.num(); ok && f >= 0 {
+				s.Max = &f
+			} else {
+				p.errorf(m.pos, "max must be a non-negative number, got %s", m.describe())
+			}
+		}
+		if s.Max != nil && *s.Max < s.Min {
+			p.errorf(v.pos, "max (%v) is below min (%v); raise max or lower min", *s.Max, s.Min)
+		}
+	default:
+		p.errorf(v.pos, "trajectory:tool-used value must be a name, a list or {name, min, max}")
+		return nil
+	}
+	return s
+}
+
+func (p *fileParser) toolSequence(v *ynode, at Position) *TrajectorySpec {
+	if v == nil || v.kind != ymap {
+		p.errorf(at, "trajectory:tool-sequence needs value: {mode: in_order|exact, steps: [tool, ...]}")
+		return nil
+	}
+	p.checkItemKeys(v, "mode", "steps", "args_match")
+	mode, ok := p.seqMode(v.get("mode"), InOrder)
+	if !ok {
+		return nil
+	}
+	s := &TrajectorySpec{Mode: mode, ArgsMatch: p.argsMatch(v.get("args_match"), ArgsMatch{Rule: ArgsExact})}
+	steps := v.get("steps")
+	if steps == nil || steps.kind != yseq {
+		p.errorf(v.pos, "trajectory:tool-sequence needs steps: a list of tool names or {tool, args}")
+		return nil
+	}
+	for _, it := range steps.items {
+		if name, ok := it.str(); ok && name != "" {
+			s.Expected = append(s.Expected, ExpectedCall{Tool: name, Pos: it.pos})
+			continue
+		}
+		s.Expected = append(s.Expected, p.expectedList(&ynode{kind: yseq, pos: it.pos, items: []*ynode{it}})...)
+	}
+	return s
+}
+
+func (p *fileParser) argsCheck(v *ynode, at Position) *ArgsCheckSpec {
+	if v == nil || v.kind != ymap {
+		p.errorf(at, "trajectory:tool-args-match needs value: {name, args, mode: partial|exact}")
+		return nil
+	}
+	p.checkItemKeys(v, "name", "args", "mode")
+	name, ok := v.get("name").str()
+	if !ok || name == "" {
+		p.errorf(v.pos, "trajectory:tool-args-match value needs name: <tool>")
+		return nil
+	}
+	s := &ArgsCheckSpec{Tool: name, Match: ArgsMatch{Rule: ArgsExact}}
+	args := v.get("args")
+	if args == nil || args.kind != ymap {
+		p.errorf(v.pos, "trajectory:tool-args-match value needs args: a mapping of expected arguments")
+		return nil
+	}
+	s.Args = args.value().(map[string]any)
+	if m := v.get("mode"); m != nil {
+		switch str, _ := m.str(); str {
+		case "partial":
+			s.Match = ArgsMatch{Rule: ArgsSuperset}
+		case "exact":
+		default:
+			p.errorf(m.pos, "invalid mode %q for tool-args-match; use partial or exact", scalarText(m))
+		}
+	}
+	return s
+}
+
+func (p *fileParser) textSpec(y *ynode, k Kind) *TextSpec {
+	v := y.get("value")
+	s, ok := v.str()
+	if !ok {
+		p.errorf(y.pos, "%s needs value: a string (quote numbers, e.g. value: \"42\")", k)
+		return nil
+	}
+	t := &TextSpec{Value: s}
+	if k == KindRegex {
+		t.Flags, _ = y.get("flags").str()
+		if _, err := compileRegex(s, t.Flags); err != nil {
+			p.errorf(v.pos, "regex does not compile: %v; Loupe uses RE2 syntax (no lookarounds or backreferences)", err)
+			return nil
+		}
+	}
+	return t
+}
+
+// compileRegex compiles pattern with JavaScript-style flags (i, m, s; g and
+// u are accepted and ignored).
+func compileRegex(pattern, flags string) (*regexp.Regexp, error) {
+	prefix := ""
+	for _, f := range flags {
+		switch f {
+		case 'i', 'm', 's':
+			prefix += string(f)
+		case 'g', 'u', 'y':
+		default:
+			return nil, fmt.Errorf("unknown regex flag %q", f)
+		}
+	}
+	if prefix != "" {
+		pattern = "(?" + prefix + ")" + pattern
+	}
+	return regexp.Compile(pattern)
+}
+
+func (p *fileParser) limits(y *ynode, k Kind) *LimitSpec {
+	l := &LimitSpec{}
+	num := func(dst **float64, keys ...string) {
+		v := y.first(keys...)
+		if v == nil {
+			return
+		}
+		f, ok := v.num()
+		if !ok || f < 0 {
+			p.errorf(v.pos, "%s must be a non-negative number, got %s", keys[0], v.describe())
+			return
+		}
+		*dst = &f
+	}
+	switch k {
+	case KindLatency:
+		num(&l.MaxDurationMs, "threshold")
+		if l.MaxDurationMs == nil {
+			p.errorf(y.pos, "latency needs threshold: <milliseconds>")
+		}
+	case KindCost:
+		num(&l.MaxCostUSD, "budget", "threshold")
+		if l.MaxCostUSD == nil {
+			p.errorf(y.pos, "cost needs budget: <US dollars>")
+		}
+	case KindTokenUsage:
+		num(&l.MaxTotal, "max_total", "maxTotal")
+		num(&l.MaxInput, "max_input", "maxInput")
+		num(&l.MaxOutput, "max_output", "maxOutput")
+		if l.MaxTotal == nil && l.MaxInput == nil && l.MaxOutput == nil {
+			p.errorf(y.pos, "token-usage needs at least one of max_total, max_input, max_output")
+		}
+	case KindExecutionMetrics:
+		num(&l.MaxToolCalls, "max_tool_calls", "maxToolCalls")
+		num(&l.MaxLLMCalls, "max_llm_calls", "maxLlmCalls")
+		num(&l.MaxTokens, "max_tokens", "maxTokens")
+		num(&l.MaxCostUSD, "max_cost_usd", "maxCostUsd")
+		num(&l.MaxDurationMs, "max_duration_ms", "maxDurationMs")
+		if *l == (LimitSpec{}) {
+			p.errorf(y.pos, "execution-metrics needs at least one of max_tool_calls, max_llm_calls, max_tokens, max_cost_usd, max_duration_ms")
+		}
+	}
+	return l
+}

@@ -1,0 +1,132 @@
+package eval
+
+import "context"
+
+// Mode selects the scoring semantics.
+type Mode int
+
+const (
+	// ModeDefault is Loupe's semantics (see docs/eval-semantics.md).
+	ModeDefault Mode = iota
+	// ModeAgentV reproduces AgentV 4.42.4 scores and verdicts exactly.
+	ModeAgentV
+)
+
+// String returns "default" or "agentv".
+func (m Mode) String() string {
+	if m == ModeAgentV {
+		return "agentv"
+	}
+	return "default"
+}
+
+// DefaultThreshold is the pass mark used when Options.Threshold is 0; it is
+// AgentV's default too.
+const DefaultThreshold = 0.8
+
+// Options configure evaluation. The zero value is usable: Loupe semantics,
+// threshold 0.8, no judge (judge assertions are skipped).
+type Options struct {
+	Mode Mode
+	// Threshold is the case pass mark in (0,1]; 0 means DefaultThreshold.
+	Threshold float64
+	// Judge grades assertions that need an LLM; nil skips them.
+	Judge Judge
+}
+
+func (o Options) threshold() float64 {
+	if o.Threshold <= 0 || o.Threshold > 1 {
+		return DefaultThreshold
+	}
+	return o.Threshold
+}
+
+// Judge grades an assertion that needs a language model.
+type Judge interface {
+	// Grade returns a score in [0,1] and a reason. An error marks the
+	// assertion as skipped with the error as the reason.
+	Grade(ctx context.Context, req JudgeRequest) (JudgeResult, error)
+}
+
+// JudgeRequest is what a Judge sees.
+type JudgeRequest struct {
+	CaseID     string
+	Criteria   string // the case's expected outcome
+	Prompt     string // the assertion's rubric
+	Input      string
+	Trajectory Trajectory
+}
+
+// JudgeResult is a Judge's grade.
+type JudgeResult struct {
+	Score  float64
+	Reason string
+}
+
+// Verdict is pass, fail or skip.
+type Verdict string
+
+// Verdicts.
+const (
+	Pass Verdict = "pass"
+	Fail Verdict = "fail"
+	Skip Verdict = "skip"
+)
+
+// Check is one elementary observation inside an assertion.
+type Check struct {
+	Text    string
+	Passed  bool
+	Skipped bool // the check could not be made (e.g. no duration recorded)
+}
+
+// CallMetrics are partial-credit measures of a trajectory against expected
+// calls, reported next to the verdict. Calls are paired by a maximum
+// matching on name and arguments.
+type CallMetrics struct {
+	Matched   int     // expected calls paired with an actual call
+	Expected  int     // expected calls
+	Actual    int     // actual calls
+	Precision float64 // Matched/Actual (1 when there are no actual calls)
+	Recall    float64 // Matched/Expected (1 when nothing is expected)
+	F1        float64 // harmonic mean of Precision and Recall
+	// Order is the longest order-preserving matching divided by the
+	// longer of the two lists (1 when both are empty).
+	Order float64
+}
+
+// AssertionResult is the outcome of one assertion.
+type AssertionResult struct {
+	Name    string
+	Kind    Kind
+	Pos     Position
+	Score   float64
+	Verdict Verdict
+	Weight  float64
+	// Negated is set when the result was inverted by negate / not-.
+	Negated bool
+	// Reason explains a skip.
+	Reason string
+	Checks []Check
+	// For trajectory assertions: the spec, the calls, their alignment and
+	// partial-credit measures.
+	Spec    *TrajectorySpec
+	Calls   []ToolCall
+	Rows    []Row
+	Metrics *CallMetrics
+}
+
+// CaseResult is the outcome of one case.
+type CaseResult struct {
+	CaseID     string
+	Mode       Mode
+	Threshold  float64
+	Score      float64
+	Verdict    Verdict
+	Assertions []AssertionResult
+	// RequiredFailed names a required assertion that zeroed the score.
+	RequiredFailed string
+	// Metrics are the partial-credit measures of the first assertion with
+	// expected calls, or nil.
+	Metrics *CallMetrics
+}

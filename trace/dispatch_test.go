@@ -1,0 +1,175 @@
+package trace_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/loupe-dev/loupe/trace"
+)
+
+type collect struct {
+	mu   sync.Mutex
+	recs []trace.Record
+	gate chan struct{} // if set, each write waits for a token
+	fail error
+}
+
+func (c *collect) WriteRecords(_ context.Context, rs []trace.Record) error {
+	if c.gate != nil {
+		<-c.gate
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs = append(c.recs, rs...)
+	return c.fail
+}
+
+func (c *collect) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.recs)
+}
+
+func rec(i int) trace.Record {
+	return trace.Record{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Seq: uint64(i), Type: trace.TypeCustom, Name: "x"}
+}
+
+func TestDispatchInline(t *testing.T) {
+	c := &collect{}
+	d := trace.NewDispatcher(trace.DispatchOptions{Inline: true}, c)
+	for i := range 10 {
+		d.Emit(rec(i))
+		if c.len() != i+1 {
+			t.Fatalf("inline dispatch did not deliver record %d before Emit returned", i)
+		}
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d.Emit(rec(11))
+	if d.Stats().Dropped != 1 {
+		t.Error("emit after shutdown not counted as dropped")
+	}
+}
+
+func TestDispatchBackgroundDrainsOnShutdown(t *testing.T) {
+	c := &collect{}
+	d := trace.NewDispatcher(trace.DispatchOptions{OnFull: trace.Block, QueueSize: 16, BatchSize: 4}, c)
+	for i := range 1000 {
+		d.Emit(rec(i))
+	}
+	if err := d.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.len() != 1000 {
+		t.Fatalf("after Flush the sink has %d of 1000 records", c.len())
+	}
+	for i := range 500 {
+		d.Emit(rec(i))
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.len() != 1500 {
+		t.Fatalf("Shutdown left %d of 1500 records undelivered", 1500-c.len())
+	}
+	for i, r := range c.recs[:1000] {
+		if r.Seq != uint64(i) {
+			t.Fatalf("record %d delivered out of order (seq %d)", i, r.Seq)
+		}
+	}
+}
+
+func TestDispatchDropIsCountedAndReported(t *testing.T) {
+	c := &collect{gate: make(chan struct{})}
+	d := trace.NewDispatcher(trace.DispatchOptions{QueueSize: 8, BatchSize: 1}, c)
+	for i := range 100 {
+		d.Emit(rec(i)) // the sink is stuck, so the queue fills
+	}
+	st := d.Stats()
+	if st.Dropped == 0 || st.Emitted+st.Dropped != 100 {
+		t.Fatalf("stats %+v: want drops, and emitted+dropped = 100", st)
+	}
+	close(c.gate)
+	err := d.Shutdown(context.Background())
+	var de *trace.DropError
+	if !errors.As(err, &de) || de.Dropped != st.Dropped {
+		t.Fatalf("Shutdown = %v, want a DropError with %d dropped", err, st.Dropped)
+	}
+	if !strings.Contains(err.Error(), "dropped") || c.len() != int(st.Emitted) {
+		t.Errorf("error %q; sink got %d of %d accepted", err, c.len(), st.Emitted)
+	}
+}
+
+func TestDispatchShutdownDeadlineSaysWhatIsLeft(t *testing.T) {
+	c := &collect{gate: make(chan struct{})}
+	d := trace.NewDispatcher(trace.DispatchOptions{QueueSize: 64, BatchSize: 1}, c)
+	for i := range 10 {
+		d.Emit(rec(i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := d.Flush(ctx); err == nil {
+		t.Fatal("Flush succeeded while the sink was stuck")
+	}
+	err := d.Shutdown(ctx)
+	var de *trace.DropError
+	if !errors.As(err, &de) || de.Unsent != 10 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want 10 unsent and the deadline", err)
+	}
+	close(c.gate)
+}
+
+func TestDispatchSinkErrorsAreNotSilent(t *testing.T) {
+	var reported atomic.Int32
+	c := &collect{fail: errors.New("disk full")}
+	d := trace.NewDispatcher(trace.DispatchOptions{Inline: true, OnError: func(error) { reported.Add(1) }}, c)
+	d.Emit(rec(1))
+	d.Emit(rec(2))
+	if reported.Load() != 2 {
+		t.Errorf("OnError called %d times, want 2", reported.Load())
+	}
+	err := d.Shutdown(context.Background())
+	var de *trace.DropError
+	if !errors.As(err, &de) || de.SinkErrs != 2 {
+		t.Errorf("Shutdown = %v, want 2 sink errors", err)
+	}
+}
+
+func TestSubscribe(t *testing.T) {
+	d := trace.NewDispatcher(trace.DispatchOptions{})
+	ch, cancel := d.Subscribe(4)
+	slow, _ := d.Subscribe(1)
+	for i := range 3 {
+		d.Emit(rec(i))
+	}
+	for i := range 3 {
+		if r := <-ch; r.Seq != uint64(i) {
+			t.Fatalf("listener got seq %d, want %d", r.Seq, i)
+		}
+	}
+	if got := d.Stats().Listeners; got != 2 {
+		t.Errorf("slow listener missed %d records, want 2 counted", got)
+	}
+	<-slow
+	cancel()
+	if _, ok := <-ch; ok {
+		t.Error("channel open after cancel")
+	}
+	d.Emit(rec(9)) // no panic after a listener left
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range slow { // ends only if Shutdown closed it
+		n++
+	}
+	if n != 1 {
+		t.Errorf("slow listener had %d records after the first, want 1 (seq 9)", n)
+	}
+}
