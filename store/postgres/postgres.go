@@ -21,7 +21,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -93,7 +95,7 @@ var migrations = []string{
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.
 type Store struct {
-	sqlstore.DB
+	db sqlstore.DB
 }
 
 var _ store.Store = (*Store)(nil)
@@ -110,7 +112,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(16)
-	s := &Store{DB: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}}
+	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -119,30 +121,30 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.SQL.BeginTx(ctx, nil)
+	tx, err := s.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("postgres store %s: %w", s.Name, err)
+		return fmt.Errorf("postgres store %s: %w", s.db.Name, err)
 	}
 	defer tx.Rollback()
 	// One migrator at a time per database.
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(7612001)"); err != nil {
-		return fmt.Errorf("postgres store %s: %w", s.Name, err)
+		return fmt.Errorf("postgres store %s: %w", s.db.Name, err)
 	}
 	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)"); err != nil {
-		return fmt.Errorf("postgres store %s: %w", s.Name, err)
+		return fmt.Errorf("postgres store %s: %w", s.db.Name, err)
 	}
 	var v int
 	err = tx.QueryRowContext(ctx, "SELECT value::integer FROM meta WHERE key = 'schema_version'").Scan(&v)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("postgres store %s: read schema version: %w", s.Name, err)
+		return fmt.Errorf("postgres store %s: read schema version: %w", s.db.Name, err)
 	}
 	if v > SchemaVersion {
-		s.ReadOnly = &store.SchemaVersionError{Store: s.Name, Found: v, Known: SchemaVersion}
+		s.db.ReadOnly = &store.SchemaVersionError{Store: s.db.Name, Found: v, Known: SchemaVersion}
 		return nil
 	}
 	for ; v < SchemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-			return fmt.Errorf("postgres store %s: migrate schema to version %d: %w", s.Name, v+1, err)
+			return fmt.Errorf("postgres store %s: migrate schema to version %d: %w", s.db.Name, v+1, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", fmt.Sprint(SchemaVersion)); err != nil {
@@ -187,8 +189,8 @@ type key struct {
 
 // Append implements store.Store (see the package comment).
 func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
-	if s.ReadOnly != nil {
-		return 0, s.ReadOnly
+	if s.db.ReadOnly != nil {
+		return 0, s.db.ReadOnly
 	}
 	if err := sqlstore.Validate(recs); err != nil {
 		return 0, err
@@ -196,9 +198,9 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	conn, err := s.SQL.Conn(ctx)
+	conn, err := s.db.SQL.Conn(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("append to %s: %w", s.Name, err)
+		return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
 	}
 	defer conn.Close()
 	var added int
@@ -258,7 +260,7 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 				batch.Queue(q, args...)
 				return nil
 			}
-			if err := s.D.ApplyDeltas(ctx, queue, sqlstore.Deltas(new)); err != nil {
+			if err := s.db.D.ApplyDeltas(ctx, queue, sqlstore.Deltas(new)); err != nil {
 				return err
 			}
 			if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
@@ -272,7 +274,45 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("append to %s: %w", s.Name, err)
+		return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
 	}
 	return added, nil
 }
+
+// Trace implements store.Store.
+func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {
+	return s.db.Trace(ctx, id)
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, q store.ListQuery) (store.ListPage, error) {
+	return s.db.List(ctx, q)
+}
+
+// Search implements store.Store.
+func (s *Store) Search(ctx context.Context, q store.Query) (store.SearchPage, error) {
+	return s.db.Search(ctx, q)
+}
+
+// Export implements store.Store.
+func (s *Store) Export(ctx context.Context, f store.Filter) iter.Seq2[trace.Record, error] {
+	return s.db.Export(ctx, f)
+}
+
+// Aggregate implements store.Store.
+func (s *Store) Aggregate(ctx context.Context, since, until time.Time) (store.Aggregates, error) {
+	return s.db.Aggregate(ctx, since, until)
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, ids ...trace.TraceID) (int, error) {
+	return s.db.Delete(ctx, ids...)
+}
+
+// Prune implements store.Store.
+func (s *Store) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResult, error) {
+	return s.db.Prune(ctx, p)
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error { return s.db.Close() }

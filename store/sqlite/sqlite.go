@@ -17,10 +17,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/internal/sqlstore"
@@ -89,7 +91,7 @@ var migrations = []string{
 
 // Store is a SQLite-backed store.Store. Create one with Open.
 type Store struct {
-	sqlstore.DB
+	db    sqlstore.DB
 	wmu   sync.Mutex           // serializes this process's write transactions; guards the fields below
 	wconn *sql.Conn            // the connection Append writes on, with its statements prepared once
 	stmts map[string]*sql.Stmt // prepared on wconn, by SQL text
@@ -126,7 +128,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	s := &Store{DB: sqlstore.DB{SQL: db, Name: path, D: sqlstore.Dialect{
+	s := &Store{db: sqlstore.DB{SQL: db, Name: path, D: sqlstore.Dialect{
 		TextFrom:   textFrom,
 		DeleteText: deleteText,
 	}}}
@@ -146,26 +148,26 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 func (s *Store) migrate(ctx context.Context) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	tx, err := s.SQL.BeginTx(ctx, nil)
+	tx, err := s.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite store %s: %w", s.Name, err)
+		return fmt.Errorf("sqlite store %s: %w", s.db.Name, err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"); err != nil {
-		return fmt.Errorf("sqlite store %s: %w (is it a SQLite database?)", s.Name, err)
+		return fmt.Errorf("sqlite store %s: %w (is it a SQLite database?)", s.db.Name, err)
 	}
 	var v int
 	err = tx.QueryRowContext(ctx, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'").Scan(&v)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite store %s: read schema version: %w", s.Name, err)
+		return fmt.Errorf("sqlite store %s: read schema version: %w", s.db.Name, err)
 	}
 	if v > SchemaVersion {
-		s.ReadOnly = &store.SchemaVersionError{Store: s.Name, Found: v, Known: SchemaVersion}
+		s.db.ReadOnly = &store.SchemaVersionError{Store: s.db.Name, Found: v, Known: SchemaVersion}
 		return nil
 	}
 	for ; v < SchemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-			return fmt.Errorf("sqlite store %s: migrate schema to version %d: %w", s.Name, v+1, err)
+			return fmt.Errorf("sqlite store %s: migrate schema to version %d: %w", s.db.Name, v+1, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", SchemaVersion); err != nil {
@@ -195,8 +197,8 @@ func deleteText(ctx context.Context, tx *sql.Tx, b *sqlstore.Builder, idsCond st
 // statements; INSERT … ON CONFLICT DO NOTHING makes it idempotent, and only
 // the rows actually inserted update the summaries and the text index.
 func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
-	if s.ReadOnly != nil {
-		return 0, s.ReadOnly
+	if s.db.ReadOnly != nil {
+		return 0, s.db.ReadOnly
 	}
 	if err := sqlstore.Validate(recs); err != nil {
 		return 0, err
@@ -207,7 +209,7 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.wconn == nil {
-		return 0, fmt.Errorf("append to %s: store is closed", s.Name)
+		return 0, fmt.Errorf("append to %s: store is closed", s.db.Name)
 	}
 	// The transaction is driven by hand on the write connection so that
 	// its statements, prepared once, are reused (database/sql's Tx would
@@ -225,10 +227,10 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	}
 	begin, err := stmt("BEGIN IMMEDIATE")
 	if err != nil {
-		return 0, fmt.Errorf("append to %s: %w", s.Name, err)
+		return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
 	}
 	if _, err := begin.ExecContext(ctx); err != nil {
-		return 0, fmt.Errorf("append to %s: begin: %w", s.Name, err)
+		return 0, fmt.Errorf("append to %s: begin: %w", s.db.Name, err)
 	}
 	committed := false
 	defer func() {
@@ -268,7 +270,7 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 		}
 		rows, err := ins.QueryContext(ctx, args...)
 		if err != nil {
-			return 0, fmt.Errorf("append to %s: records %d-%d: %w", s.Name, start, start+len(part)-1, err)
+			return 0, fmt.Errorf("append to %s: records %d-%d: %w", s.db.Name, start, start+len(part)-1, err)
 		}
 		ftsArgs = ftsArgs[:0]
 		n := 0
@@ -287,7 +289,7 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return 0, fmt.Errorf("append to %s: %w", s.Name, err)
+			return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
 		}
 		if n == 0 {
 			continue
@@ -297,7 +299,7 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 			return 0, err
 		}
 		if _, err := fts.ExecContext(ctx, ftsArgs...); err != nil {
-			return 0, fmt.Errorf("append to %s: index records: %w", s.Name, err)
+			return 0, fmt.Errorf("append to %s: index records: %w", s.db.Name, err)
 		}
 	}
 	commit := func() error {
@@ -306,7 +308,7 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 			_, err = st.ExecContext(ctx)
 		}
 		if err != nil {
-			return fmt.Errorf("append to %s: commit: %w", s.Name, err)
+			return fmt.Errorf("append to %s: commit: %w", s.db.Name, err)
 		}
 		committed = true
 		return nil
@@ -321,8 +323,8 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 		}
 		return err
 	}
-	if err := s.D.ApplyDeltas(ctx, exec, sqlstore.Deltas(added)); err != nil {
-		return 0, fmt.Errorf("append to %s: %w", s.Name, err)
+	if err := s.db.D.ApplyDeltas(ctx, exec, sqlstore.Deltas(added)); err != nil {
+		return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
 	}
 	if err := commit(); err != nil {
 		return 0, err
@@ -334,14 +336,14 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 func (s *Store) Delete(ctx context.Context, ids ...trace.TraceID) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.DB.Delete(ctx, ids...)
+	return s.db.Delete(ctx, ids...)
 }
 
 // Prune implements store.Store.
 func (s *Store) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResult, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.DB.Prune(ctx, p)
+	return s.db.Prune(ctx, p)
 }
 
 // Close implements store.Store.
@@ -356,7 +358,7 @@ func (s *Store) Close() error {
 		s.wconn.Close()
 		s.wconn = nil
 	}
-	return s.SQL.Close()
+	return s.db.SQL.Close()
 }
 
 // insertChunk is the most records one INSERT statement carries.
@@ -380,4 +382,29 @@ func multiRow(prefix string, cols, rows int, suffix string) string {
 	}
 	b.WriteString(suffix)
 	return b.String()
+}
+
+// Trace implements store.Store.
+func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {
+	return s.db.Trace(ctx, id)
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, q store.ListQuery) (store.ListPage, error) {
+	return s.db.List(ctx, q)
+}
+
+// Search implements store.Store.
+func (s *Store) Search(ctx context.Context, q store.Query) (store.SearchPage, error) {
+	return s.db.Search(ctx, q)
+}
+
+// Export implements store.Store.
+func (s *Store) Export(ctx context.Context, f store.Filter) iter.Seq2[trace.Record, error] {
+	return s.db.Export(ctx, f)
+}
+
+// Aggregate implements store.Store.
+func (s *Store) Aggregate(ctx context.Context, since, until time.Time) (store.Aggregates, error) {
+	return s.db.Aggregate(ctx, since, until)
 }

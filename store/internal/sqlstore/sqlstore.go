@@ -680,15 +680,14 @@ func (db *DB) Close() error { return db.SQL.Close() }
 
 // TraceDelta is what one Append adds to a trace's summary rows.
 type TraceDelta struct {
-	ID        trace.TraceID
-	Name      string // root run.start's name, if in the batch
-	Started   int64
-	Last      int64
-	RunDur    sql.NullInt64 // root run.end's duration, if in the batch
-	Status    string        // root run.end's status, if in the batch
-	Stats     trace.Stats
-	Tags      []string
-	SeenFirst bool
+	ID      trace.TraceID
+	Name    string // root run.start's name, if in the batch
+	Started int64
+	Last    int64
+	RunDur  sql.NullInt64 // root run.end's duration, if in the batch
+	Status  string        // root run.end's status, if in the batch
+	Stats   trace.Stats
+	Tags    []string
 }
 
 // Deltas folds the newly stored records into per-trace deltas, sorted by
