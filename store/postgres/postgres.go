@@ -168,14 +168,7 @@ const maxBody = 256 << 10
 // body is the text of r that the tsvector indexes, as valid UTF-8 without
 // NUL bytes (which PostgreSQL text cannot hold).
 func body(r *trace.Record) string {
-	var b strings.Builder
-	for _, f := range sqlstore.TextFields(r) {
-		if f.Text != "" {
-			b.WriteString(f.Text)
-			b.WriteByte('\n')
-		}
-	}
-	s := b.String()
+	s := sqlstore.Body(r)
 	if len(s) > maxBody {
 		s = s[:maxBody]
 	}

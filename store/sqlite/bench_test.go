@@ -89,7 +89,7 @@ func BenchmarkIngest(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			fts, err := tx.Prepare("INSERT INTO records_fts (rowid, name, error, input, output, thinking) VALUES (?, ?, ?, ?, ?, ?)")
+			fts, err := tx.Prepare("INSERT INTO records_fts (rowid, body) VALUES (?, ?)")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -102,8 +102,7 @@ func BenchmarkIngest(b *testing.B) {
 					b.Fatal(err)
 				}
 				id, _ := res.LastInsertId()
-				f := sqlstore.TextFields(r)
-				if _, err := fts.Exec(id, f[0].Text, f[1].Text, f[2].Text, f[3].Text, f[4].Text); err != nil {
+				if _, err := fts.Exec(id, sqlstore.Body(r)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -20,9 +20,11 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/internal/sqlstore"
@@ -86,7 +88,7 @@ var migrations = []string{
 		UNIQUE (trace_id, seq)
 	);
 	CREATE INDEX records_type ON records (type, id);
-	CREATE VIRTUAL TABLE records_fts USING fts5 (name, error, input, output, thinking, content='', contentless_delete=1);`,
+	CREATE VIRTUAL TABLE records_fts USING fts5 (body, content='', contentless_delete=1);`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.
@@ -244,7 +246,12 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	// RETURNING names the rows actually inserted (not already stored).
 	added := make([]*trace.Record, 0, len(recs))
 	var buf []byte
-	var args, ftsArgs []any
+	var args []any
+	// The text index gets every new row in one statement at the end: FTS5
+	// flushes its pending terms to a new segment at every statement
+	// boundary, so one statement per batch makes one segment, not one per
+	// chunk. The rows travel as one JSON array parameter ([[id, body], …]).
+	fts := []byte{'['}
 	var offs []int
 	idx := make(map[recKey]int, insertChunk)
 	for start := 0; start < len(recs); start += insertChunk {
@@ -272,8 +279,6 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("append to %s: records %d-%d: %w", s.db.Name, start, start+len(part)-1, err)
 		}
-		ftsArgs = ftsArgs[:0]
-		n := 0
 		for rows.Next() {
 			var id, seq int64
 			var tid []byte
@@ -283,22 +288,27 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 			}
 			r := &part[idx[recKey{trace.TraceID(tid), uint64(seq)}]]
 			added = append(added, r)
-			f := sqlstore.TextFields(r)
-			ftsArgs = append(ftsArgs, id, f[0].Text, f[1].Text, f[2].Text, f[3].Text, f[4].Text)
-			n++
+			if len(fts) > 1 {
+				fts = append(fts, ',')
+			}
+			fts = append(fts, '[')
+			fts = strconv.AppendInt(fts, id, 10)
+			fts = append(fts, ',')
+			fts = appendJSONString(fts, sqlstore.Body(r))
+			fts = append(fts, ']')
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
 		}
-		if n == 0 {
-			continue
-		}
-		fts, err := stmt(multiRow("INSERT INTO records_fts (rowid, name, error, input, output, thinking) VALUES ", 6, n, ""))
+	}
+	if len(added) > 0 {
+		fts = append(fts, ']')
+		st, err := stmt("INSERT INTO records_fts (rowid, body) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)")
 		if err != nil {
 			return 0, err
 		}
-		if _, err := fts.ExecContext(ctx, ftsArgs...); err != nil {
+		if _, err := st.ExecContext(ctx, string(fts)); err != nil {
 			return 0, fmt.Errorf("append to %s: index records: %w", s.db.Name, err)
 		}
 	}
@@ -407,4 +417,22 @@ func (s *Store) Export(ctx context.Context, f store.Filter) iter.Seq2[trace.Reco
 // Aggregate implements store.Store.
 func (s *Store) Aggregate(ctx context.Context, since, until time.Time) (store.Aggregates, error) {
 	return s.db.Aggregate(ctx, since, until)
+}
+
+// appendJSONString appends s to b as a JSON string; invalid UTF-8 becomes
+// U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return append(b, '"')
 }

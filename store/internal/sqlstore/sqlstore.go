@@ -478,6 +478,21 @@ func TextFields(r *trace.Record) [5]struct{ Field, Text string } {
 	}
 }
 
+// Body is the text of r that the text indexes hold: its non-empty
+// TextFields, one per line.
+func Body(r *trace.Record) string {
+	var b strings.Builder
+	for _, f := range TextFields(r) {
+		if f.Text != "" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(f.Text)
+		}
+	}
+	return b.String()
+}
+
 func valueText(v trace.Value) string {
 	if len(v) == 0 {
 		return ""
