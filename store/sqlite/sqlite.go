@@ -38,7 +38,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -87,8 +87,21 @@ var migrations = []string{
 		doc BLOB NOT NULL,
 		UNIQUE (trace_id, seq)
 	);
+	CREATE INDEX records_ts ON records (ts);
+	CREATE INDEX records_type_ts ON records (type, ts);
+	CREATE VIRTUAL TABLE records_fts USING fts5 (name, error, input, output, thinking, content='', contentless_delete=1);`,
+	// 2: search pages by storage id, so (type, id) replaces the time
+	// indexes; the text index becomes one column, rebuilt from the stored
+	// records.
+	`DROP INDEX records_ts;
+	DROP INDEX records_type_ts;
 	CREATE INDEX records_type ON records (type, id);
-	CREATE VIRTUAL TABLE records_fts USING fts5 (body, content='', contentless_delete=1);`,
+	DROP TABLE records_fts;
+	CREATE VIRTUAL TABLE records_fts USING fts5 (body, content='', contentless_delete=1);
+	INSERT INTO records_fts (rowid, body)
+		SELECT id, concat_ws(char(10), json_extract(doc, '$.name'), json_extract(doc, '$.error'),
+			json_extract(doc, '$.input'), json_extract(doc, '$.output'), json_extract(doc, '$.thinking'))
+		FROM records;`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.
