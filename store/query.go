@@ -1,0 +1,360 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// QueryKeys lists the filters ParseQuery understands, in the order
+// Query.String writes them.
+var QueryKeys = []string{"id", "name", "status", "since", "until", "tag", "model", "tool", "type", "min_duration", "max_duration", "has"}
+
+// ParseQuery parses a search query relative to the current time. See
+// ParseQueryAt.
+func ParseQuery(s string) (Query, error) { return ParseQueryAt(s, time.Now()) }
+
+// ParseQueryAt parses a search query such as
+//
+//	tool:search type:tool.error status:error model:gpt-4o tag:env:ci since:24h "exact phrase" free words
+//
+// Terms are separated by spaces. A term key:value is a filter:
+//
+//	id:HEX              trace id (repeatable)
+//	name:NAME           root run name
+//	status:REASON       termination reason (success, error, …, or running)
+//	since:WHEN until:WHEN  trace start bounds; WHEN is a duration before now
+//	                    (90m, 24h, 7d) or a time (2006-01-02, RFC 3339)
+//	tag:TAG             run tag, exact (repeatable; all must match)
+//	model:NAME tool:NAME  the trace called this model / tool
+//	type:TYPE           record type (repeatable; any matches)
+//	min_duration:D max_duration:D  trace duration bounds (Go durations, or Nd)
+//	has:errors          traces with at least one error
+//
+// A value may be quoted: tool:"web search". Any other term is free text: a
+// word, or a "quoted phrase" (\" and \\ escape inside quotes). A bare term
+// whose prefix before ':' looks like a key but is not one is an error, so a
+// typo is not silently searched as text; quote it to search for it. The
+// parser never panics and its result carries values only: backends pass
+// them to the database as parameters, never as SQL text.
+func ParseQueryAt(s string, now time.Time) (Query, error) {
+	var q Query
+	if !utf8.ValidString(s) {
+		return Query{}, fmt.Errorf("query is not valid UTF-8")
+	}
+	seen := map[string]bool{}
+	p := &lexer{s: s}
+	for {
+		tok, ok, err := p.next()
+		if err != nil {
+			return Query{}, err
+		}
+		if !ok {
+			break
+		}
+		if tok.key == "" {
+			if tok.quoted {
+				if strings.TrimSpace(tok.val) != "" {
+					q.Phrases = append(q.Phrases, tok.val)
+				}
+			} else {
+				q.Words = append(q.Words, tok.val)
+			}
+			continue
+		}
+		key, v := tok.key, tok.val
+		switch key {
+		case "id", "tag", "type":
+		default:
+			if seen[key] {
+				return Query{}, fmt.Errorf("query: %s: given twice; give each filter once", key)
+			}
+		}
+		seen[key] = true
+		if v == "" {
+			return Query{}, fmt.Errorf("query: %s: has no value (write %s:VALUE)", key, key)
+		}
+		switch key {
+		case "id":
+			id, err := trace.ParseTraceID(v)
+			if err != nil {
+				return Query{}, fmt.Errorf("query: id: %v", err)
+			}
+			q.IDs = append(q.IDs, id)
+		case "name":
+			q.Name = v
+		case "status":
+			q.Status = v
+		case "since", "until":
+			t, err := parseWhen(v, now)
+			if err != nil {
+				return Query{}, fmt.Errorf("query: %s:%s: %v", key, v, err)
+			}
+			if key == "since" {
+				q.Since = t
+			} else {
+				q.Until = t
+			}
+		case "tag":
+			q.Tags = append(q.Tags, v)
+		case "model":
+			q.Model = v
+		case "tool":
+			q.Tool = v
+		case "type":
+			t := trace.Type(v)
+			if !t.Valid() {
+				return Query{}, fmt.Errorf("query: type:%s: unknown record type (known: %s)", v, typeList())
+			}
+			q.Types = append(q.Types, t)
+		case "min_duration", "max_duration":
+			d, err := parseDuration(v)
+			if err != nil {
+				return Query{}, fmt.Errorf("query: %s:%s: %v", key, v, err)
+			}
+			if key == "min_duration" {
+				q.MinDuration = d
+			} else {
+				q.MaxDuration = d
+			}
+		case "has":
+			if v != "errors" && v != "error" {
+				return Query{}, fmt.Errorf("query: has:%s: unknown (only has:errors)", v)
+			}
+			q.HasErrors = true
+		}
+	}
+	return q, nil
+}
+
+func typeList() string {
+	var b strings.Builder
+	for i, t := range trace.Types {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(t))
+	}
+	return b.String()
+}
+
+// parseWhen parses a since/until value: a duration before now, a date or an
+// RFC 3339 time.
+func parseWhen(v string, now time.Time) (time.Time, error) {
+	if d, err := parseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("want a duration before now (24h, 7d) or a time (2006-01-02 or RFC 3339)")
+}
+
+// parseDuration parses a Go duration, or a whole number of days ("7d").
+// Negative durations are rejected.
+func parseDuration(v string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("want a duration such as 90s, 24h or 7d")
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		d, err = time.ParseDuration(v)
+		if err != nil {
+			return 0, fmt.Errorf("want a duration such as 90s, 24h or 7d")
+		}
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration is negative")
+	}
+	return d, nil
+}
+
+type token struct {
+	key, val string
+	quoted   bool // a free-text phrase
+}
+
+type lexer struct {
+	s string
+	i int
+}
+
+func isKey(k string) bool { return slices.Contains(QueryKeys, k) }
+
+// looksLikeKey reports whether k is a plain lowercase identifier, i.e. was
+// probably meant as a filter name.
+func looksLikeKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *lexer) next() (token, bool, error) {
+	for p.i < len(p.s) {
+		r, n := utf8.DecodeRuneInString(p.s[p.i:])
+		if !unicode.IsSpace(r) {
+			break
+		}
+		p.i += n
+	}
+	if p.i >= len(p.s) {
+		return token{}, false, nil
+	}
+	if p.s[p.i] == '"' {
+		v, err := p.quoted()
+		return token{val: v, quoted: true}, err == nil, err
+	}
+	start := p.i
+	for p.i < len(p.s) {
+		r, n := utf8.DecodeRuneInString(p.s[p.i:])
+		if unicode.IsSpace(r) {
+			break
+		}
+		if r == ':' {
+			key := p.s[start:p.i]
+			if isKey(key) {
+				p.i += n
+				if p.i < len(p.s) && p.s[p.i] == '"' {
+					v, err := p.quoted()
+					return token{key: key, val: v}, err == nil, err
+				}
+				vs := p.i
+				for p.i < len(p.s) {
+					r, n := utf8.DecodeRuneInString(p.s[p.i:])
+					if unicode.IsSpace(r) {
+						break
+					}
+					p.i += n
+				}
+				return token{key: key, val: p.s[vs:p.i]}, true, nil
+			}
+			if looksLikeKey(key) {
+				return token{}, false, fmt.Errorf("query: unknown filter %q at column %d (known: %s); to search for the text, put it in quotes",
+					key+":", start+1, strings.Join(QueryKeys, ", "))
+			}
+		}
+		p.i += n
+	}
+	return token{val: p.s[start:p.i]}, true, nil
+}
+
+// quoted reads a "…" string at p.i.
+func (p *lexer) quoted() (string, error) {
+	start := p.i
+	p.i++ // opening quote
+	var b strings.Builder
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch c {
+		case '"':
+			p.i++
+			return b.String(), nil
+		case '\\':
+			if p.i+1 < len(p.s) && (p.s[p.i+1] == '"' || p.s[p.i+1] == '\\') {
+				b.WriteByte(p.s[p.i+1])
+				p.i += 2
+				continue
+			}
+		}
+		b.WriteByte(c)
+		p.i++
+	}
+	return "", fmt.Errorf("query: quote opened at column %d is not closed", start+1)
+}
+
+// String formats q in the syntax ParseQuery reads; parsing the result gives
+// q back (times are written in RFC 3339).
+func (q Query) String() string {
+	var parts []string
+	add := func(k, v string) { parts = append(parts, k+":"+quoteIfNeeded(v)) }
+	for _, id := range q.IDs {
+		add("id", id.String())
+	}
+	if q.Name != "" {
+		add("name", q.Name)
+	}
+	if q.Status != "" {
+		add("status", q.Status)
+	}
+	if !q.Since.IsZero() {
+		add("since", q.Since.Format(time.RFC3339Nano))
+	}
+	if !q.Until.IsZero() {
+		add("until", q.Until.Format(time.RFC3339Nano))
+	}
+	for _, t := range q.Tags {
+		add("tag", t)
+	}
+	if q.Model != "" {
+		add("model", q.Model)
+	}
+	if q.Tool != "" {
+		add("tool", q.Tool)
+	}
+	for _, t := range q.Types {
+		add("type", string(t))
+	}
+	if q.MinDuration != 0 {
+		add("min_duration", q.MinDuration.String())
+	}
+	if q.MaxDuration != 0 {
+		add("max_duration", q.MaxDuration.String())
+	}
+	if q.HasErrors {
+		add("has", "errors")
+	}
+	for _, p := range q.Phrases {
+		parts = append(parts, quote(p))
+	}
+	for _, w := range q.Words {
+		if bareWord(w) {
+			parts = append(parts, w)
+		} else {
+			parts = append(parts, quote(w))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func quote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// quoteIfNeeded quotes a value that would not read back as itself bare.
+func quoteIfNeeded(s string) string {
+	if s == "" || strings.ContainsAny(s, "\"\\:") || strings.IndexFunc(s, unicode.IsSpace) >= 0 {
+		return quote(s)
+	}
+	return s
+}
+
+// bareWord reports whether w reads back as the same word when written
+// unquoted.
+func bareWord(w string) bool {
+	if w == "" || w[0] == '"' || strings.IndexFunc(w, unicode.IsSpace) >= 0 || !utf8.ValidString(w) {
+		return false
+	}
+	if k, _, ok := strings.Cut(w, ":"); ok && (isKey(k) || looksLikeKey(k)) {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,259 @@
+// Package store defines where Loupe keeps trace records and how they are
+// queried: the Store interface every backend implements, the query types,
+// the search query language (ParseQuery), the views derived from a trace's
+// records (span tree, memory pool) and a trace.Sink that writes into a
+// Store.
+//
+// Backends live in sub-packages (store/sqlite, store/postgres) and register
+// themselves with Register; Open picks one from a DSN. Import
+// github.com/loupe-dev/loupe/store/backends for all of them.
+//
+// # Record identity
+//
+// A record is identified by its trace id and its Seq, which the recorder
+// makes unique and strictly increasing within a trace (child runs share
+// their parent's counter). Appending a record whose (trace id, seq) is
+// already stored does nothing, whatever its other fields: the first write
+// wins. That makes retries and re-imports safe. Records with a zero trace
+// id, a zero span id, a zero seq or an unknown type are rejected with a
+// *RecordError naming the record; the batch they came in is not stored.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// A Store keeps trace records and answers queries over them. All methods are
+// safe for concurrent use by multiple goroutines. Records and slices passed
+// in are not retained; everything returned is owned by the caller.
+type Store interface {
+	// Append stores recs in one transaction and returns how many were new.
+	// It is idempotent by record identity (trace id + seq): records already
+	// stored are skipped. When Append returns nil the records are durable
+	// against the writing process being killed. A batch containing an
+	// invalid record is rejected whole with a *RecordError.
+	Append(ctx context.Context, recs []trace.Record) (added int, err error)
+
+	// Trace returns one trace with its records in seq order and the views
+	// derived from them. It returns an error wrapping ErrNotFound if the
+	// store holds no record of id.
+	Trace(ctx context.Context, id trace.TraceID) (*Trace, error)
+
+	// List returns summaries of the traces matching q, newest (latest
+	// start) first, one page at a time.
+	List(ctx context.Context, q ListQuery) (ListPage, error)
+
+	// Search returns the records matching q's text and filters, newest
+	// first, each hit saying where the text matched.
+	Search(ctx context.Context, q Query) (SearchPage, error)
+
+	// Export yields every record of the traces matching f, trace by trace
+	// (oldest trace first) and in seq order within a trace, without
+	// holding them all in memory. Iteration stops at the first error,
+	// which is yielded with a zero Record.
+	Export(ctx context.Context, f Filter) iter.Seq2[trace.Record, error]
+
+	// Delete removes the given traces and all their records and returns
+	// how many traces existed.
+	Delete(ctx context.Context, ids ...trace.TraceID) (int, error)
+
+	// Prune removes whole traces by age or count (see PrunePolicy) and
+	// reports what it removed.
+	Prune(ctx context.Context, p PrunePolicy) (PruneResult, error)
+
+	// Aggregate summarizes the traces that started in [since, until); a
+	// zero bound is open.
+	Aggregate(ctx context.Context, since, until time.Time) (Aggregates, error)
+
+	// Close releases the store's resources. Calls after Close fail.
+	Close() error
+}
+
+// ErrNotFound is wrapped by errors for traces that are not in the store.
+var ErrNotFound = errors.New("not found")
+
+// RecordError rejects one record of a batch passed to Append.
+type RecordError struct {
+	Index   int           // position in the batch
+	TraceID trace.TraceID // the record's trace id (may be zero)
+	Seq     uint64        // the record's seq (may be zero)
+	Type    trace.Type
+	Err     error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("record %d of batch (trace %s seq %d type %q): %v; nothing in this batch was stored",
+		e.Index, e.TraceID, e.Seq, e.Type, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// ValidateRecord checks what a store needs of a record: non-zero trace id,
+// span id and seq, and a known type. Backends call it on every record
+// before storing a batch.
+func ValidateRecord(i int, r *trace.Record) error {
+	var err error
+	switch {
+	case r.TraceID.IsZero():
+		err = errors.New("trace_id is zero; every record needs a trace id")
+	case r.SpanID.IsZero():
+		err = errors.New("span_id is zero; every record needs a span id")
+	case r.Seq == 0:
+		err = errors.New("seq is zero; seq numbers start at 1 and identify a record within its trace")
+	case !r.Type.Valid():
+		err = fmt.Errorf("unknown record type %q", r.Type)
+	case r.Time.IsZero():
+		err = errors.New("time is zero")
+	}
+	if err != nil {
+		return &RecordError{Index: i, TraceID: r.TraceID, Seq: r.Seq, Type: r.Type, Err: err}
+	}
+	return nil
+}
+
+// StatusRunning is the Status of a trace whose root run.end has not been
+// stored (still running, or its process died).
+const StatusRunning = "running"
+
+// Summary is one trace's line in a listing. Its counters are the
+// trace.Stats of the trace's stored records.
+type Summary struct {
+	ID           trace.TraceID `json:"trace_id"`
+	Name         string        `json:"name"`             // the root run's name
+	Started      time.Time     `json:"started"`          // the earliest record's time
+	Duration     time.Duration `json:"duration_ns"`      // the root run.end's duration, or last record minus Started while running
+	Status       string        `json:"status"`           // the termination reason of the root run, or StatusRunning
+	Records      int           `json:"records"`          // records stored
+	Iterations   int           `json:"iterations"`       // steps of the root loop and its children
+	ModelCalls   int           `json:"model_calls"`      // model.call records
+	ToolCalls    int           `json:"tool_calls"`       // tool.end and tool.error records
+	InputTokens  int64         `json:"input_tokens"`     // summed over model calls
+	OutputTokens int64         `json:"output_tokens"`    // summed over model calls
+	CostUSD      float64       `json:"cost_usd"`         // summed over model calls
+	Errors       int           `json:"errors"`           // as counted by trace.Stats
+	Tags         []string      `json:"tags,omitempty"`   // the root run's tags, sorted
+	Models       []string      `json:"models,omitempty"` // models called, sorted
+	Tools        []string      `json:"tools,omitempty"`  // tools called, sorted
+}
+
+// Tokens returns input plus output tokens.
+func (s *Summary) Tokens() int64 { return s.InputTokens + s.OutputTokens }
+
+// Trace is one stored trace: its records and what is derived from them.
+type Trace struct {
+	Summary Summary
+	Records []trace.Record // in seq order
+	Spans   []*Span        // the span tree's roots (see BuildSpans)
+	Stats   trace.Stats    // trace.StatsOf(Records)
+	Memory  Memory         // the memory pool rebuilt from memory.set records
+}
+
+// Filter selects traces. The zero Filter selects every trace; each set
+// field narrows the selection (all must hold).
+type Filter struct {
+	IDs         []trace.TraceID // only these traces
+	Name        string          // root run name, exact
+	Status      string          // termination reason (success, error, …) or StatusRunning
+	Since       time.Time       // started at or after
+	Until       time.Time       // started before
+	Tags        []string        // has every one of these tags (exact, e.g. "env:ci")
+	Model       string          // made a call to this model
+	Tool        string          // called this tool
+	MinDuration time.Duration   // lasted at least
+	MaxDuration time.Duration   // lasted at most (0: no bound)
+	HasErrors   bool            // has at least one error
+}
+
+// DefaultLimit is the page size of List and Search when none is given;
+// MaxLimit bounds it.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 10000
+)
+
+// ListQuery asks for one page of trace summaries.
+type ListQuery struct {
+	Filter
+	Limit  int    // page size; 0 means DefaultLimit
+	Cursor string // ListPage.Next from the previous page; "" for the first
+	Offset int    // traces to skip (ignored when Cursor is set)
+}
+
+// ListPage is one page of List. Next is "" on the last page.
+type ListPage struct {
+	Traces []Summary `json:"traces"`
+	Next   string    `json:"next,omitempty"`
+}
+
+// Query is a search: text and filters. Build one with ParseQuery or by
+// hand. Text terms are matched as whole words (case-insensitive) within one
+// record's name, error, input, output or thinking; every word and phrase
+// must match the same record. The trace-level filters in Filter select
+// which traces' records are searched; Types selects record types.
+type Query struct {
+	Filter
+	Words   []string     // words that must all occur
+	Phrases []string     // phrases that must all occur, words adjacent and in order
+	Types   []trace.Type // record types, any of them; none means all
+	Limit   int          // page size; 0 means DefaultLimit
+	Cursor  string       // SearchPage.Next from the previous page
+}
+
+// HasText reports whether q has words or phrases to match.
+func (q *Query) HasText() bool { return len(q.Words) > 0 || len(q.Phrases) > 0 }
+
+// Hit is one record that matched a search.
+type Hit struct {
+	TraceID   trace.TraceID `json:"trace_id"`
+	TraceName string        `json:"trace_name"`
+	Seq       uint64        `json:"seq"`
+	Time      time.Time     `json:"time"`
+	Type      trace.Type    `json:"type"`
+	Name      string        `json:"name,omitempty"`
+	Field     string        `json:"field,omitempty"`   // name, error, input, output or thinking; "" when the query has no text
+	Snippet   string        `json:"snippet,omitempty"` // the text around the match
+}
+
+// SearchPage is one page of Search. Next is "" on the last page.
+type SearchPage struct {
+	Hits []Hit  `json:"hits"`
+	Next string `json:"next,omitempty"`
+}
+
+// PrunePolicy says which traces Prune removes: those that started before
+// OlderThan ago, and those beyond the KeepNewest most recent. Zero fields
+// are not applied; a zero policy removes nothing.
+type PrunePolicy struct {
+	OlderThan  time.Duration
+	KeepNewest int
+	Now        time.Time // the reference for OlderThan; zero means time.Now()
+}
+
+// PruneResult reports what Prune removed.
+type PruneResult struct {
+	Traces  []trace.TraceID `json:"traces"`
+	Records int             `json:"records"`
+}
+
+// ToolAggregate counts one tool's calls.
+type ToolAggregate struct {
+	Calls  int           `json:"calls"`
+	Errors int           `json:"errors"`
+	Total  time.Duration `json:"total_ns"`
+}
+
+// Aggregates summarize the traces in a time range.
+type Aggregates struct {
+	Traces      int                         `json:"traces"`
+	Records     int                         `json:"records"`
+	ErrorTraces int                         `json:"error_traces"` // traces with errors or a status other than success/running
+	ErrorRate   float64                     `json:"error_rate"`   // ErrorTraces / Traces, 0 when there are none
+	ByModel     map[string]trace.ModelStats `json:"by_model"`
+	ByTool      map[string]ToolAggregate    `json:"by_tool"`
+}
