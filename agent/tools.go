@@ -1,0 +1,286 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// A Tool is one callable tool. Package tool builds Tools from plain Go
+// functions with typed, schema-validated input.
+type Tool interface {
+	// Definition describes the tool to a model.
+	Definition() ToolDef
+	// Call runs the tool with input, one JSON value, and returns its
+	// output as one JSON value. An error is shown to the model as the
+	// result of the call. Call may be called concurrently.
+	Call(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+}
+
+// A ToolChain is the set of tools a loop offers a model. Calls made
+// through CallTool and CallTools are traced (tool.start, then tool.end or
+// tool.error), counted against the run's tool-call limits and surrounded
+// by the tool hooks; a ToolChain itself does not trace. Implementations
+// must be safe for concurrent use, since tools may run in parallel.
+type ToolChain interface {
+	// Definitions describes every tool, in a stable order.
+	Definitions() []ToolDef
+	// Call runs the tool call.Name with call.Input.
+	Call(ctx context.Context, call ToolCall) (json.RawMessage, error)
+}
+
+// A Toolbox is a ToolChain made of Tools, looked up by name. It is safe
+// for concurrent use once built.
+type Toolbox struct {
+	tools []Tool
+	defs  []ToolDef
+	index map[string]Tool
+}
+
+// NewToolbox returns a Toolbox holding tools. It panics if two tools have
+// the same name or a name is empty, which is a programming error.
+func NewToolbox(tools ...Tool) *Toolbox {
+	b := &Toolbox{index: make(map[string]Tool, len(tools))}
+	for _, t := range tools {
+		d := t.Definition()
+		if d.Name == "" {
+			panic("agent: NewToolbox: a tool has no name")
+		}
+		if _, dup := b.index[d.Name]; dup {
+			panic(fmt.Sprintf("agent: NewToolbox: two tools are named %q", d.Name))
+		}
+		b.index[d.Name] = t
+		b.tools = append(b.tools, t)
+		b.defs = append(b.defs, d)
+	}
+	return b
+}
+
+// Definitions returns the tools' definitions in the order given to
+// NewToolbox. The caller must not modify them.
+func (b *Toolbox) Definitions() []ToolDef { return b.defs }
+
+// Call runs the tool named call.Name; an unknown name is an error that
+// lists the tools there are, so the model can correct itself.
+func (b *Toolbox) Call(ctx context.Context, call ToolCall) (json.RawMessage, error) {
+	t, ok := b.index[call.Name]
+	if !ok {
+		names := make([]string, len(b.defs))
+		for i, d := range b.defs {
+			names[i] = d.Name
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("unknown tool %q; the tools are: %s", call.Name, strings.Join(names, ", "))
+	}
+	return t.Call(ctx, call.Input)
+}
+
+// DiscoverTools records a tool.discovered record, with the input schema,
+// for each tool of chain. Loops call it once when a run starts.
+func DiscoverTools(ec *trace.ExecutionContext, chain ToolChain) {
+	if ec == nil || chain == nil {
+		return
+	}
+	for _, d := range chain.Definitions() {
+		ec.ToolDiscovered(d.Name, jsonValue(d.Schema))
+	}
+}
+
+// A ToolResult is the outcome of one tool call.
+type ToolResult struct {
+	Call   ToolCall
+	Output json.RawMessage // the tool's output, when Err is nil
+	Err    error           // why the call failed; see IsStop
+}
+
+// Content returns the result as the text a model sees: the output, or the
+// error prefixed with "error: ".
+func (r ToolResult) Content() string {
+	if r.Err != nil {
+		return errorText(r.Err)
+	}
+	var s string
+	if len(r.Output) > 0 && r.Output[0] == '"' && json.Unmarshal(r.Output, &s) == nil {
+		return s
+	}
+	return string(r.Output)
+}
+
+// Message returns the result as a RoleTool message answering the call.
+func (r ToolResult) Message() Message {
+	return Message{Role: RoleTool, ToolCallID: r.Call.ID, Name: r.Call.Name, Content: r.Content(), IsError: r.Err != nil}
+}
+
+// CallTool runs one tool call through chain, traced as a tool span in the
+// run carried by ctx, checked against the run's tool-call limits, with the
+// before_tool and after_tool hooks around it. When a limit or a hook stops
+// the run, the tool is not called and the result's Err says why (see
+// IsStop).
+func CallTool(ctx context.Context, chain ToolChain, call ToolCall) ToolResult {
+	r := runFrom(ctx)
+	ec := trace.FromContext(ctx)
+	res := ToolResult{Call: call}
+	if r != nil {
+		if err := r.ctxErr(ctx, ctx.Err()); err != nil {
+			res.Err = err
+			return res
+		}
+		if err := r.beforeToolCall(call.Name); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+	hooks := r != nil && len(r.exec.Hooks) > 0
+	if hooks {
+		if err := r.fire(ctx, &HookEvent{Point: BeforeTool, ToolCall: &call}, true); err != nil {
+			res.Err = err
+			return res
+		}
+		res.Call = call
+	}
+	var span trace.Span
+	if ec != nil {
+		span = ec.Start(trace.TypeToolStart, call.Name, jsonValue(call.Input))
+	}
+	start := time.Now()
+	if chain == nil {
+		res.Err = fmt.Errorf("no tools are available; %s cannot be called", call.Name)
+	} else {
+		res.Output, res.Err = chain.Call(ctx, call)
+	}
+	if ec != nil {
+		span.End(jsonValue(res.Output), res.Err)
+	}
+	if r != nil && res.Err != nil {
+		res.Err = r.ctxErr(ctx, res.Err)
+	}
+	if hooks {
+		if err := r.fire(ctx, &HookEvent{Point: AfterTool, ToolCall: &call, ToolOutput: res.Output, Err: res.Err, Duration: time.Since(start)}, true); err != nil {
+			res.Err = err
+		}
+	}
+	return res
+}
+
+// CallTools runs calls through chain and returns their results in call
+// order. With parallel set and more than one call, each call runs in its
+// own goroutine; the run's ExecutionContext is safe for that.
+func CallTools(ctx context.Context, chain ToolChain, calls []ToolCall, parallel bool) []ToolResult {
+	out := make([]ToolResult, len(calls))
+	if !parallel || len(calls) < 2 {
+		for i, c := range calls {
+			out[i] = CallTool(ctx, chain, c)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { out[i] = CallTool(ctx, chain, c) })
+	}
+	wg.Wait()
+	return out
+}
+
+// Generate asks m for the next turn, traced as one model.call record in
+// the run carried by ctx (with streamed chunks as model.delta records when
+// m streams), checked against the run's token and cost budgets, with the
+// before_model and after_model hooks around it. A call that pushes the run
+// over a budget returns its response together with the *LimitError.
+func Generate(ctx context.Context, m Model, req Request) (Response, error) {
+	r := runFrom(ctx)
+	ec := trace.FromContext(ctx)
+	if r != nil {
+		if err := r.ctxErr(ctx, ctx.Err()); err != nil {
+			return Response{}, err
+		}
+		if err := r.checkBudget(); err != nil {
+			return Response{}, err
+		}
+	}
+	hooks := r != nil && len(r.exec.Hooks) > 0
+	name := m.Name()
+	if hooks {
+		if err := r.fire(ctx, &HookEvent{Point: BeforeModel, Model: name, Request: &req}, true); err != nil {
+			return Response{}, err
+		}
+	}
+	var span trace.Span
+	if ec != nil {
+		span = ec.Start(trace.TypeModelCall, name, requestValue(req))
+		if req.OnDelta == nil {
+			req.OnDelta = func(kind, chunk string) { span.Delta(kind, trace.Text(chunk)) }
+		}
+	}
+	start := time.Now()
+	resp, err := m.Generate(ctx, req)
+	if ec != nil {
+		var thinking trace.Value
+		if resp.Thinking != "" {
+			thinking = trace.Text(resp.Thinking)
+		}
+		span.EndModel(responseValue(resp), thinking, resp.Usage, resp.FinishReason, err)
+	}
+	if r != nil {
+		if err != nil {
+			err = r.ctxErr(ctx, err)
+		} else {
+			err = r.spend(resp.Usage)
+		}
+	}
+	if hooks {
+		if herr := r.fire(ctx, &HookEvent{Point: AfterModel, Model: name, Request: &req, Response: &resp, Err: err, Duration: time.Since(start)}, true); herr != nil && err == nil {
+			err = herr
+		}
+	}
+	return resp, err
+}
+
+// jsonValue returns b as a trace value: as is when it is JSON, or as a
+// JSON string when a model produced something that is not.
+func jsonValue(b []byte) trace.Value {
+	if len(b) == 0 {
+		return nil
+	}
+	if json.Valid(b) {
+		return trace.Raw(b)
+	}
+	return trace.Text(string(b))
+}
+
+// requestValue is what a model.call record shows of the request: the
+// number of messages and tools, and the messages added since the model's
+// previous turn. Message records and earlier model.call records hold the
+// rest, and encoding the whole history on every call would make tracing
+// cost grow with the square of the conversation.
+func requestValue(req Request) trace.Value {
+	i := len(req.Messages)
+	for i > 0 && req.Messages[i-1].Role != RoleAssistant {
+		i--
+	}
+	return trace.JSON(struct {
+		Messages int       `json:"messages"`
+		Tools    int       `json:"tools,omitempty"`
+		New      []Message `json:"new"`
+	}{len(req.Messages), len(req.Tools), req.Messages[i:]})
+}
+
+// responseValue is the model.call output: the text alone, or the text and
+// the tool calls.
+func responseValue(resp Response) trace.Value {
+	if len(resp.ToolCalls) == 0 {
+		if resp.Content == "" {
+			return nil
+		}
+		return trace.Text(resp.Content)
+	}
+	return trace.JSON(struct {
+		Content   string     `json:"content,omitempty"`
+		ToolCalls []ToolCall `json:"tool_calls"`
+	}{resp.Content, resp.ToolCalls})
+}
