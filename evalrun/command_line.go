@@ -30,9 +30,11 @@ type Config struct {
 	TraceFormat string        // the Traces' format; "" or "auto" detects
 	FromStore   bool          // grade traces already in the store
 	Selection   StoreSelection
-	// Agent, when set, runs an in-process agent per case (the caller
-	// builds it, e.g. from --script).
-	Agent *AgentTarget
+	// Script is a scripted-model file or directory (ScriptTarget).
+	Script string
+	// Agent, when set, is an in-process agent target built by the caller
+	// (a Go program embedding loupe eval with its own agent).
+	Agent Target
 
 	// Grading.
 	Threshold float64 // 0: eval.DefaultThreshold
@@ -192,18 +194,18 @@ func chooseTarget(cfg Config, getStore func() (store.Store, error)) (Target, err
 		}
 		t = StoreTarget(st, cfg.Selection)
 	}
-	if cfg.Agent != nil {
+	if cfg.Script != "" {
 		names = append(names, "--script")
-		a := *cfg.Agent
-		if cfg.Timeout > 0 {
-			inner := a.Func
-			a.Func = func(ctx context.Context, c CaseRef) (string, error) {
-				ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-				defer cancel()
-				return inner(ctx, c)
-			}
+		s, err := ScriptTarget(cfg.Script)
+		if err != nil {
+			return nil, err
 		}
-		t = &a
+		s.Executor.Limits.Timeout = cfg.Timeout
+		t = s
+	}
+	if cfg.Agent != nil {
+		names = append(names, "an in-process agent")
+		t = cfg.Agent
 	}
 	switch len(names) {
 	case 0:

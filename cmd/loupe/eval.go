@@ -29,6 +29,7 @@ What is graded is chosen with exactly one of:
   --transcript FILE  AgentV transcript JSONL (runs map to cases by test id, else by position)
   --trace FILE       trace files in any format loupe reads (Loupe, AgentV, omni, OTel JSONL)
   --from-store       traces already in the store, selected by --name/--tag/--since/--limit
+  --script FILE|DIR  run an agent per case whose model plays a script (offline, deterministic)
 
 Recorded runs are paired with cases by name (run name or tag case:<id> equal to
 the case id), else one run is graded against every case, else by position.
@@ -62,10 +63,11 @@ run (a bad file, a target that failed).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Command, "command", "", "shell command run per case, printing an AgentV trace")
-	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "time limit of one run of --command")
+	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "time limit of one run of --command or --script")
 	f.StringSliceVar(&cfg.Transcripts, "transcript", nil, "AgentV transcript JSONL file(s) to grade")
 	f.StringSliceVar(&cfg.Traces, "trace", nil, "trace file(s) to grade, any format loupe reads")
 	f.StringVar(&cfg.TraceFormat, "trace-format", "auto", "format of the --trace files: auto, loupe, agentv, agentv-results, omni, fragola")
+	f.StringVar(&cfg.Script, "script", "", "run a scripted-model agent per case: a script file, or a directory of <case id>.yaml scripts")
 	f.BoolVar(&cfg.FromStore, "from-store", false, "grade traces already in the store")
 	f.StringVar(&cfg.Selection.Filter.Name, "name", "", "with --from-store: root run name")
 	f.StringSliceVar(&tags, "tag", nil, "with --from-store: required tag (repeatable)")
