@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"time"
 
 	"github.com/loupe-dev/loupe/trace"
@@ -108,8 +109,12 @@ func ValidateRecord(i int, r *trace.Record) error {
 		err = errors.New("seq is zero; seq numbers start at 1 and identify a record within its trace")
 	case !r.Type.Valid():
 		err = fmt.Errorf("unknown record type %q", r.Type)
+	case r.Seq > math.MaxInt64:
+		err = fmt.Errorf("seq %d is too large (at most %d)", r.Seq, int64(math.MaxInt64))
 	case r.Time.IsZero():
 		err = errors.New("time is zero")
+	case r.Time.Year() < 1678 || r.Time.Year() > 2261:
+		err = fmt.Errorf("time %s is outside the years 1678-2261 that nanosecond timestamps hold", r.Time.Format(time.RFC3339))
 	}
 	if err != nil {
 		return &RecordError{Index: i, TraceID: r.TraceID, Seq: r.Seq, Type: r.Type, Err: err}

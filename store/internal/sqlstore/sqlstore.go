@@ -1,0 +1,806 @@
+// Package sqlstore is the part of Loupe's SQL backends that SQLite and
+// PostgreSQL share: the summary tables kept up to date on append, and every
+// query (list, search, get, export, delete, prune, aggregates), written once
+// with a Dialect for the few differences. Every value from a caller reaches
+// the database as a bind parameter; SQL text is built only from constants.
+package sqlstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// Dialect is what differs between the SQL backends.
+type Dialect struct {
+	// Postgres selects $n placeholders and LEAST/GREATEST; otherwise ? and
+	// SQLite's scalar min/max.
+	Postgres bool
+	// TextMatch returns a condition on records alias r that holds when the
+	// record contains every term (each a space-separated token sequence
+	// that must appear as a phrase), adding its arguments to b.
+	TextMatch func(b *Builder, terms []string) string
+	// DeleteText removes the text index entries of the given traces'
+	// records before they are deleted (nil when the index goes with the
+	// row).
+	DeleteText func(ctx context.Context, tx *sql.Tx, b *Builder, idsCond string) error
+}
+
+// Builder accumulates SQL arguments and hands out their placeholders.
+type Builder struct {
+	pg   bool
+	Args []any
+}
+
+// NewBuilder returns a Builder for d.
+func (d *Dialect) NewBuilder() *Builder { return &Builder{pg: d.Postgres} }
+
+// Arg adds v and returns its placeholder.
+func (b *Builder) Arg(v any) string {
+	b.Args = append(b.Args, v)
+	if b.pg {
+		return "$" + strconv.Itoa(len(b.Args))
+	}
+	return "?"
+}
+
+// In returns "(p1, p2, …)" for ids.
+func (b *Builder) In(ids []trace.TraceID) string {
+	var s strings.Builder
+	s.WriteByte('(')
+	for i := range ids {
+		if i > 0 {
+			s.WriteString(", ")
+		}
+		s.WriteString(b.Arg(ids[i][:]))
+	}
+	s.WriteByte(')')
+	return s.String()
+}
+
+// DB implements store.Store over database/sql, except Append, which the
+// backend supplies (it is where the backends differ most).
+type DB struct {
+	SQL      *sql.DB
+	D        Dialect
+	Name     string // path or redacted DSN, for messages
+	ReadOnly error  // non-nil: writes fail with this (a newer schema)
+}
+
+// DurationExpr is a trace's duration in SQL over alias t.
+const DurationExpr = "COALESCE(t.run_duration, t.last_time - t.started)"
+
+// Where returns the conditions (ANDed) selecting the traces (alias t) that f
+// selects.
+func Where(b *Builder, f *store.Filter) []string {
+	var c []string
+	if len(f.IDs) > 0 {
+		c = append(c, "t.trace_id IN "+b.In(f.IDs))
+	}
+	if f.Name != "" {
+		c = append(c, "t.name = "+b.Arg(f.Name))
+	}
+	if f.Status != "" {
+		c = append(c, "t.status = "+b.Arg(f.Status))
+	}
+	if !f.Since.IsZero() {
+		c = append(c, "t.started >= "+b.Arg(f.Since.UnixNano()))
+	}
+	if !f.Until.IsZero() {
+		c = append(c, "t.started < "+b.Arg(f.Until.UnixNano()))
+	}
+	for _, tag := range f.Tags {
+		c = append(c, "EXISTS (SELECT 1 FROM trace_tags g WHERE g.trace_id = t.trace_id AND g.tag = "+b.Arg(tag)+")")
+	}
+	if f.Model != "" {
+		c = append(c, "EXISTS (SELECT 1 FROM trace_models m WHERE m.trace_id = t.trace_id AND m.model = "+b.Arg(f.Model)+")")
+	}
+	if f.Tool != "" {
+		c = append(c, "EXISTS (SELECT 1 FROM trace_tools o WHERE o.trace_id = t.trace_id AND o.tool = "+b.Arg(f.Tool)+")")
+	}
+	if f.MinDuration > 0 {
+		c = append(c, DurationExpr+" >= "+b.Arg(int64(f.MinDuration)))
+	}
+	if f.MaxDuration > 0 {
+		c = append(c, DurationExpr+" <= "+b.Arg(int64(f.MaxDuration)))
+	}
+	if f.HasErrors {
+		c = append(c, "t.errors > 0")
+	}
+	return c
+}
+
+func where(c []string) string {
+	if len(c) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(c, " AND ")
+}
+
+func limitOf(n int) int {
+	switch {
+	case n <= 0:
+		return store.DefaultLimit
+	case n > store.MaxLimit:
+		return store.MaxLimit
+	}
+	return n
+}
+
+// cursor is a position in a newest-first listing: a time and a tie-breaker.
+func encodeCursor(t int64, tie string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t, 10) + ":" + tie))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		ts, tie, ok := strings.Cut(string(b), ":")
+		if ok {
+			if t, err := strconv.ParseInt(ts, 10, 64); err == nil {
+				return t, tie, nil
+			}
+		}
+	}
+	return 0, "", fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", c)
+}
+
+const summaryCols = "t.trace_id, t.name, t.started, " + DurationExpr + ", t.status, t.records, t.iterations, t.model_calls, t.tool_calls, t.input_tokens, t.output_tokens, t.cost, t.errors"
+
+func scanSummary(sc interface{ Scan(...any) error }) (store.Summary, error) {
+	var s store.Summary
+	var id []byte
+	var started, dur int64
+	if err := sc.Scan(&id, &s.Name, &started, &dur, &s.Status, &s.Records, &s.Iterations, &s.ModelCalls, &s.ToolCalls,
+		&s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.Errors); err != nil {
+		return s, err
+	}
+	copy(s.ID[:], id)
+	s.Started = time.Unix(0, started).UTC()
+	s.Duration = time.Duration(dur)
+	return s, nil
+}
+
+// fillFacets sets the Tags, Models and Tools of sums.
+func (db *DB) fillFacets(ctx context.Context, sums []store.Summary) error {
+	if len(sums) == 0 {
+		return nil
+	}
+	idx := make(map[trace.TraceID]int, len(sums))
+	ids := make([]trace.TraceID, len(sums))
+	for i := range sums {
+		idx[sums[i].ID] = i
+		ids[i] = sums[i].ID
+	}
+	for _, f := range []struct {
+		table, col string
+		dst        func(*store.Summary) *[]string
+	}{
+		{"trace_tags", "tag", func(s *store.Summary) *[]string { return &s.Tags }},
+		{"trace_models", "model", func(s *store.Summary) *[]string { return &s.Models }},
+		{"trace_tools", "tool", func(s *store.Summary) *[]string { return &s.Tools }},
+	} {
+		b := db.D.NewBuilder()
+		rows, err := db.SQL.QueryContext(ctx, "SELECT trace_id, "+f.col+" FROM "+f.table+" WHERE trace_id IN "+b.In(ids)+" ORDER BY "+f.col, b.Args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id []byte
+			var v string
+			if err := rows.Scan(&id, &v); err != nil {
+				rows.Close()
+				return err
+			}
+			if i, ok := idx[trace.TraceID(id)]; ok {
+				p := f.dst(&sums[i])
+				*p = append(*p, v)
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// List implements store.Store.
+func (db *DB) List(ctx context.Context, q store.ListQuery) (store.ListPage, error) {
+	b := db.D.NewBuilder()
+	c := Where(b, &q.Filter)
+	if q.Cursor != "" {
+		t, tie, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		id, err := hex.DecodeString(tie)
+		if err != nil || len(id) != 16 {
+			return store.ListPage{}, fmt.Errorf("invalid page cursor %q", q.Cursor)
+		}
+		ta := b.Arg(t)
+		c = append(c, "(t.started < "+ta+" OR (t.started = "+b.Arg(t)+" AND t.trace_id < "+b.Arg(id)+"))")
+	}
+	limit := limitOf(q.Limit)
+	query := "SELECT " + summaryCols + " FROM traces t" + where(c) +
+		" ORDER BY t.started DESC, t.trace_id DESC LIMIT " + b.Arg(limit+1)
+	if q.Cursor == "" && q.Offset > 0 {
+		query += " OFFSET " + b.Arg(q.Offset)
+	}
+	rows, err := db.SQL.QueryContext(ctx, query, b.Args...)
+	if err != nil {
+		return store.ListPage{}, fmt.Errorf("list traces in %s: %w", db.Name, err)
+	}
+	var page store.ListPage
+	for rows.Next() {
+		s, err := scanSummary(rows)
+		if err != nil {
+			rows.Close()
+			return store.ListPage{}, err
+		}
+		page.Traces = append(page.Traces, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return store.ListPage{}, err
+	}
+	if len(page.Traces) > limit {
+		page.Traces = page.Traces[:limit]
+		last := page.Traces[limit-1]
+		page.Next = encodeCursor(last.Started.UnixNano(), last.ID.String())
+	}
+	return page, db.fillFacets(ctx, page.Traces)
+}
+
+// Trace implements store.Store.
+func (db *DB) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {
+	b := db.D.NewBuilder()
+	row := db.SQL.QueryRowContext(ctx, "SELECT "+summaryCols+" FROM traces t WHERE t.trace_id = "+b.Arg(id[:]), b.Args...)
+	sum, err := scanSummary(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("trace %s: %w in %s", id, store.ErrNotFound, db.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trace %s: %w", id, err)
+	}
+	sums := []store.Summary{sum}
+	if err := db.fillFacets(ctx, sums); err != nil {
+		return nil, err
+	}
+	var recs []trace.Record
+	for r, err := range db.records(ctx, id) {
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	return store.NewTrace(sums[0], recs), nil
+}
+
+// records yields the records of one trace in seq order.
+func (db *DB) records(ctx context.Context, id trace.TraceID) iter.Seq2[trace.Record, error] {
+	return func(yield func(trace.Record, error) bool) {
+		b := db.D.NewBuilder()
+		rows, err := db.SQL.QueryContext(ctx, "SELECT seq, doc FROM records WHERE trace_id = "+b.Arg(id[:])+" ORDER BY seq", b.Args...)
+		if err != nil {
+			yield(trace.Record{}, fmt.Errorf("read trace %s: %w", id, err))
+			return
+		}
+		defer rows.Close()
+		var doc []byte
+		for rows.Next() {
+			var seq int64
+			if err := rows.Scan(&seq, &doc); err != nil {
+				yield(trace.Record{}, err)
+				return
+			}
+			r, err := trace.DecodeRecord(doc)
+			if err != nil {
+				yield(trace.Record{}, fmt.Errorf("trace %s seq %d: stored record is corrupt: %w", id, seq, err))
+				return
+			}
+			if !yield(r, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(trace.Record{}, err)
+		}
+	}
+}
+
+// Export implements store.Store: it pages through the matching traces,
+// oldest first, and reads each trace's records by its primary key.
+func (db *DB) Export(ctx context.Context, f store.Filter) iter.Seq2[trace.Record, error] {
+	return func(yield func(trace.Record, error) bool) {
+		const page = 500
+		var after *struct {
+			started int64
+			id      []byte
+		}
+		for {
+			b := db.D.NewBuilder()
+			c := Where(b, &f)
+			if after != nil {
+				c = append(c, "(t.started > "+b.Arg(after.started)+" OR (t.started = "+b.Arg(after.started)+" AND t.trace_id > "+b.Arg(after.id)+"))")
+			}
+			rows, err := db.SQL.QueryContext(ctx, "SELECT t.trace_id, t.started FROM traces t"+where(c)+" ORDER BY t.started, t.trace_id LIMIT "+b.Arg(page), b.Args...)
+			if err != nil {
+				yield(trace.Record{}, fmt.Errorf("export from %s: %w", db.Name, err))
+				return
+			}
+			var ids []trace.TraceID
+			var last int64
+			for rows.Next() {
+				var id []byte
+				if err := rows.Scan(&id, &last); err != nil {
+					rows.Close()
+					yield(trace.Record{}, err)
+					return
+				}
+				ids = append(ids, trace.TraceID(id))
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				yield(trace.Record{}, err)
+				return
+			}
+			for _, id := range ids {
+				for r, err := range db.records(ctx, id) {
+					if !yield(r, err) || err != nil {
+						return
+					}
+				}
+			}
+			if len(ids) < page {
+				return
+			}
+			lastID := ids[len(ids)-1]
+			after = &struct {
+				started int64
+				id      []byte
+			}{last, lastID[:]}
+		}
+	}
+}
+
+// Terms turns a query's words and phrases into normalized token sequences
+// (lowercase letters and digits, space-separated), dropping those with no
+// token. ok is false when q has text but none of it is searchable.
+func Terms(q *store.Query) (terms []string, ok bool) {
+	for _, w := range append(slices.Clone(q.Phrases), q.Words...) {
+		if t := strings.Join(Tokens(w), " "); t != "" {
+			terms = append(terms, t)
+		}
+	}
+	return terms, len(terms) > 0 || !q.HasText()
+}
+
+// Tokens splits s into lowercase runs of letters and digits, as the text
+// indexes do.
+func Tokens(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// Search implements store.Store.
+func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, error) {
+	terms, ok := Terms(&q)
+	if !ok {
+		return store.SearchPage{}, nil
+	}
+	b := db.D.NewBuilder()
+	c := Where(b, &q.Filter)
+	if len(terms) > 0 {
+		c = append(c, db.D.TextMatch(b, terms))
+	}
+	if len(q.Types) > 0 {
+		var ps []string
+		for _, t := range q.Types {
+			ps = append(ps, b.Arg(string(t)))
+		}
+		c = append(c, "r.type IN ("+strings.Join(ps, ", ")+")")
+	}
+	if q.Cursor != "" {
+		t, tie, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return store.SearchPage{}, err
+		}
+		rid, err := strconv.ParseInt(tie, 10, 64)
+		if err != nil {
+			return store.SearchPage{}, fmt.Errorf("invalid page cursor %q", q.Cursor)
+		}
+		c = append(c, "(r.ts < "+b.Arg(t)+" OR (r.ts = "+b.Arg(t)+" AND r.id < "+b.Arg(rid)+"))")
+	}
+	limit := limitOf(q.Limit)
+	query := "SELECT r.id, r.ts, t.name, r.doc FROM records r JOIN traces t ON t.trace_id = r.trace_id" + where(c) +
+		" ORDER BY r.ts DESC, r.id DESC LIMIT " + b.Arg(limit+1)
+	rows, err := db.SQL.QueryContext(ctx, query, b.Args...)
+	if err != nil {
+		return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
+	}
+	defer rows.Close()
+	var page store.SearchPage
+	var lastTS, lastID int64
+	var doc []byte
+	for rows.Next() {
+		if len(page.Hits) == limit {
+			page.Next = encodeCursor(lastTS, strconv.FormatInt(lastID, 10))
+			break
+		}
+		var h store.Hit
+		if err := rows.Scan(&lastID, &lastTS, &h.TraceName, &doc); err != nil {
+			return store.SearchPage{}, err
+		}
+		r, err := trace.DecodeRecord(doc)
+		if err != nil {
+			return store.SearchPage{}, fmt.Errorf("search %s: stored record %d is corrupt: %w", db.Name, lastID, err)
+		}
+		h.TraceID, h.Seq, h.Time, h.Type, h.Name = r.TraceID, r.Seq, r.Time, r.Type, r.Name
+		if len(terms) > 0 {
+			h.Field, h.Snippet = Snippet(&r, terms)
+		}
+		page.Hits = append(page.Hits, h)
+	}
+	return page, rows.Err()
+}
+
+// TextFields returns the searchable text of r by field name, in the order
+// Snippet looks at them.
+func TextFields(r *trace.Record) [5]struct{ Field, Text string } {
+	return [5]struct{ Field, Text string }{
+		{"name", r.Name}, {"error", r.Error}, {"input", valueText(r.Input)}, {"output", valueText(r.Output)}, {"thinking", valueText(r.Thinking)},
+	}
+}
+
+func valueText(v trace.Value) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v.Text()
+}
+
+// Snippet finds the first field of r that contains the first token of any
+// term and returns it with up to 60 bytes of context either side.
+func Snippet(r *trace.Record, terms []string) (field, snippet string) {
+	for _, f := range TextFields(r) {
+		if f.Text == "" {
+			continue
+		}
+		low := strings.ToLower(f.Text)
+		for _, t := range terms {
+			tok, _, _ := strings.Cut(t, " ")
+			i := strings.Index(low, tok)
+			if i < 0 || len(low) != len(f.Text) {
+				if i < 0 {
+					continue
+				}
+				// Lowercasing changed byte offsets: fall back to the start.
+				i = 0
+			}
+			from, to := max(0, i-60), min(len(f.Text), i+len(t)+60)
+			for from > 0 && !isRuneStart(f.Text[from]) {
+				from--
+			}
+			for to < len(f.Text) && !isRuneStart(f.Text[to]) {
+				to++
+			}
+			s := f.Text[from:to]
+			if from > 0 {
+				s = "…" + s
+			}
+			if to < len(f.Text) {
+				s += "…"
+			}
+			return f.Field, s
+		}
+	}
+	return "", ""
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Aggregate implements store.Store.
+func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggregates, error) {
+	b := db.D.NewBuilder()
+	w := where(Where(b, &store.Filter{Since: since, Until: until}))
+	a := store.Aggregates{ByModel: map[string]trace.ModelStats{}, ByTool: map[string]store.ToolAggregate{}}
+	row := db.SQL.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(t.records), 0), "+
+		"COALESCE(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END), 0) FROM traces t"+w, b.Args...)
+	if err := row.Scan(&a.Traces, &a.Records, &a.ErrorTraces); err != nil {
+		return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
+	}
+	if a.Traces > 0 {
+		a.ErrorRate = float64(a.ErrorTraces) / float64(a.Traces)
+	}
+	rows, err := db.SQL.QueryContext(ctx, "SELECT m.model, SUM(m.calls), SUM(m.errors), SUM(m.input_tokens), SUM(m.output_tokens), SUM(m.cached_tokens), SUM(m.reasoning_tokens), SUM(m.cost) "+
+		"FROM trace_models m JOIN traces t ON t.trace_id = m.trace_id"+w+" GROUP BY m.model", b.Args...)
+	if err != nil {
+		return a, err
+	}
+	for rows.Next() {
+		var name string
+		var m trace.ModelStats
+		if err := rows.Scan(&name, &m.Calls, &m.Errors, &m.InputTokens, &m.OutputTokens, &m.CachedTokens, &m.ReasoningTokens, &m.CostUSD); err != nil {
+			rows.Close()
+			return a, err
+		}
+		a.ByModel[name] = m
+	}
+	rows.Close()
+	rows, err = db.SQL.QueryContext(ctx, "SELECT o.tool, SUM(o.calls), SUM(o.errors), SUM(o.total_ns) "+
+		"FROM trace_tools o JOIN traces t ON t.trace_id = o.trace_id"+w+" GROUP BY o.tool", b.Args...)
+	if err != nil {
+		return a, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var t store.ToolAggregate
+		var total int64
+		if err := rows.Scan(&name, &t.Calls, &t.Errors, &total); err != nil {
+			return a, err
+		}
+		t.Total = time.Duration(total)
+		a.ByTool[name] = t
+	}
+	return a, rows.Err()
+}
+
+// Delete implements store.Store.
+func (db *DB) Delete(ctx context.Context, ids ...trace.TraceID) (int, error) {
+	if db.ReadOnly != nil {
+		return 0, db.ReadOnly
+	}
+	n, _, err := db.deleteIDs(ctx, ids)
+	return n, err
+}
+
+// deleteIDs removes traces in chunks, each in a transaction, and returns
+// how many traces and records it removed.
+func (db *DB) deleteIDs(ctx context.Context, ids []trace.TraceID) (traces, records int, err error) {
+	for chunk := range slices.Chunk(ids, 500) {
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			return traces, records, err
+		}
+		nt, nr, err := db.deleteChunk(ctx, tx, chunk)
+		if err != nil {
+			tx.Rollback()
+			return traces, records, fmt.Errorf("delete traces from %s: %w", db.Name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return traces, records, fmt.Errorf("delete traces from %s: %w", db.Name, err)
+		}
+		traces += nt
+		records += nr
+	}
+	return traces, records, nil
+}
+
+func (db *DB) deleteChunk(ctx context.Context, tx *sql.Tx, ids []trace.TraceID) (int, int, error) {
+	b := db.D.NewBuilder()
+	in := b.In(ids)
+	if db.D.DeleteText != nil {
+		if err := db.D.DeleteText(ctx, tx, b, "trace_id IN "+in); err != nil {
+			return 0, 0, err
+		}
+	}
+	res, err := tx.ExecContext(ctx, "DELETE FROM records WHERE trace_id IN "+in, b.Args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	nr, _ := res.RowsAffected()
+	for _, table := range []string{"trace_tags", "trace_models", "trace_tools"} {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE trace_id IN "+in, b.Args...); err != nil {
+			return 0, 0, err
+		}
+	}
+	res, err = tx.ExecContext(ctx, "DELETE FROM traces WHERE trace_id IN "+in, b.Args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	nt, _ := res.RowsAffected()
+	return int(nt), int(nr), nil
+}
+
+// Prune implements store.Store.
+func (db *DB) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResult, error) {
+	var res store.PruneResult
+	if db.ReadOnly != nil {
+		return res, db.ReadOnly
+	}
+	if p.OlderThan < 0 || p.KeepNewest < 0 {
+		return res, fmt.Errorf("prune: OlderThan and KeepNewest must not be negative")
+	}
+	var conds []string
+	b := db.D.NewBuilder()
+	if p.OlderThan > 0 {
+		now := p.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		conds = append(conds, "t.started < "+b.Arg(now.Add(-p.OlderThan).UnixNano()))
+	}
+	if p.KeepNewest > 0 {
+		// Traces not among the newest KeepNewest.
+		conds = append(conds, "t.trace_id NOT IN (SELECT k.trace_id FROM traces k ORDER BY k.started DESC, k.trace_id DESC LIMIT "+b.Arg(p.KeepNewest)+")")
+	}
+	if len(conds) == 0 {
+		return res, nil
+	}
+	rows, err := db.SQL.QueryContext(ctx, "SELECT t.trace_id FROM traces t WHERE "+strings.Join(conds, " OR ")+" ORDER BY t.started, t.trace_id", b.Args...)
+	if err != nil {
+		return res, fmt.Errorf("prune %s: %w", db.Name, err)
+	}
+	for rows.Next() {
+		var id []byte
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return res, err
+		}
+		res.Traces = append(res.Traces, trace.TraceID(id))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	_, res.Records, err = db.deleteIDs(ctx, res.Traces)
+	return res, err
+}
+
+// Close implements store.Store.
+func (db *DB) Close() error { return db.SQL.Close() }
+
+// TraceDelta is what one Append adds to a trace's summary rows.
+type TraceDelta struct {
+	ID        trace.TraceID
+	Name      string // root run.start's name, if in the batch
+	Started   int64
+	Last      int64
+	RunDur    sql.NullInt64 // root run.end's duration, if in the batch
+	Status    string        // root run.end's status, if in the batch
+	Stats     trace.Stats
+	Tags      []string
+	SeenFirst bool
+}
+
+// Deltas folds the newly stored records into per-trace deltas, sorted by
+// trace id (so concurrent writers lock rows in the same order).
+func Deltas(added []*trace.Record) []*TraceDelta {
+	m := map[trace.TraceID]*TraceDelta{}
+	var out []*TraceDelta
+	for _, r := range added {
+		d := m[r.TraceID]
+		start, t := r.Start().UnixNano(), r.Time.UnixNano()
+		if d == nil {
+			d = &TraceDelta{ID: r.TraceID, Started: start, Last: t}
+			m[r.TraceID] = d
+			out = append(out, d)
+		}
+		d.Started, d.Last = min(d.Started, start), max(d.Last, t)
+		d.Stats.Add(r)
+		if r.Depth == 0 {
+			switch r.Type {
+			case trace.TypeRunStart:
+				d.Name = r.Name
+				d.Tags = append(d.Tags, r.Tags...)
+			case trace.TypeRunEnd:
+				d.RunDur = sql.NullInt64{Int64: int64(r.Duration), Valid: true}
+				d.Status = r.Status
+				if d.Status == "" {
+					d.Status = string(trace.TerminationSuccess)
+					if r.Error != "" {
+						d.Status = string(trace.TerminationError)
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *TraceDelta) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return out
+}
+
+// Execer runs a statement; both *sql.Tx and a pgx transaction adapt to it.
+type Execer func(ctx context.Context, query string, args ...any) error
+
+// ApplyDeltas upserts the summary rows for ds with exec.
+func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta) error {
+	least, greatest := "min", "max"
+	if d.Postgres {
+		least, greatest = "LEAST", "GREATEST"
+	}
+	traceSQL := "INSERT INTO traces AS t (trace_id, name, started, last_time, run_duration, status, records, iterations, model_calls, tool_calls, " +
+		"input_tokens, output_tokens, cost, errors) VALUES (%s) ON CONFLICT (trace_id) DO UPDATE SET " +
+		"name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE t.name END, " +
+		"started = " + least + "(t.started, excluded.started), last_time = " + greatest + "(t.last_time, excluded.last_time), " +
+		"run_duration = COALESCE(excluded.run_duration, t.run_duration), " +
+		"status = CASE WHEN excluded.status <> 'running' THEN excluded.status ELSE t.status END, " +
+		"records = t.records + excluded.records, iterations = t.iterations + excluded.iterations, " +
+		"model_calls = t.model_calls + excluded.model_calls, tool_calls = t.tool_calls + excluded.tool_calls, " +
+		"input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens, " +
+		"cost = t.cost + excluded.cost, errors = t.errors + excluded.errors"
+	modelSQL := "INSERT INTO trace_models AS m (trace_id, model, calls, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost) " +
+		"VALUES (%s) ON CONFLICT (trace_id, model) DO UPDATE SET calls = m.calls + excluded.calls, errors = m.errors + excluded.errors, " +
+		"input_tokens = m.input_tokens + excluded.input_tokens, output_tokens = m.output_tokens + excluded.output_tokens, " +
+		"cached_tokens = m.cached_tokens + excluded.cached_tokens, reasoning_tokens = m.reasoning_tokens + excluded.reasoning_tokens, cost = m.cost + excluded.cost"
+	toolSQL := "INSERT INTO trace_tools AS o (trace_id, tool, calls, errors, total_ns) VALUES (%s) ON CONFLICT (trace_id, tool) DO UPDATE SET " +
+		"calls = o.calls + excluded.calls, errors = o.errors + excluded.errors, total_ns = o.total_ns + excluded.total_ns"
+	tagSQL := "INSERT INTO trace_tags (trace_id, tag) VALUES (%s) ON CONFLICT DO NOTHING"
+	run := func(tmpl string, vals ...any) error {
+		b := d.NewBuilder()
+		ps := make([]string, len(vals))
+		for i, v := range vals {
+			ps[i] = b.Arg(v)
+		}
+		return exec(ctx, fmt.Sprintf(tmpl, strings.Join(ps, ", ")), b.Args...)
+	}
+	for _, t := range ds {
+		s := &t.Stats
+		status := t.Status
+		if status == "" {
+			status = store.StatusRunning
+		}
+		var runDur any
+		if t.RunDur.Valid {
+			runDur = t.RunDur.Int64
+		}
+		if err := run(traceSQL, t.ID[:], t.Name, t.Started, t.Last, runDur, status, s.Records, s.Iterations, s.ModelCalls, s.ToolCalls,
+			s.InputTokens, s.OutputTokens, s.CostUSD, s.Errors); err != nil {
+			return fmt.Errorf("update summary of trace %s: %w", t.ID, err)
+		}
+		for _, name := range sortedKeys(s.ByModel) {
+			m := s.ByModel[name]
+			if err := run(modelSQL, t.ID[:], name, m.Calls, m.Errors, m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens, m.CostUSD); err != nil {
+				return err
+			}
+		}
+		for _, name := range sortedKeys(s.ByTool) {
+			o := s.ByTool[name]
+			if err := run(toolSQL, t.ID[:], name, o.Calls, o.Errors, int64(o.Total)); err != nil {
+				return err
+			}
+		}
+		slices.Sort(t.Tags)
+		for _, tag := range slices.Compact(t.Tags) {
+			if err := run(tagSQL, t.ID[:], tag); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp.Compare)
+	return keys
+}
+
+// Validate checks a batch before it is stored.
+func Validate(recs []trace.Record) error {
+	for i := range recs {
+		if err := store.ValidateRecord(i, &recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
