@@ -58,6 +58,7 @@ func (t *CommandTarget) Run(ctx context.Context, c CaseRef) (*Run, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = time.Second
+	killGroup(cmd)
 	start := time.Now()
 	err := cmd.Run()
 	elapsed := time.Since(start)

@@ -111,7 +111,7 @@ type junitCase struct {
 type junitMessage struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
+	Text    string `xml:",cdata"`
 }
 
 // JUnitOptions configure WriteJUnit.
