@@ -72,11 +72,25 @@ func (t *CommandTarget) Run(ctx context.Context, c CaseRef) (*Run, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("command %q printed nothing on standard output; it should print the agent's answer or an AgentV trace {\"text\": …, \"trace\": […]}%s", t.Command, tail(stderr.Bytes()))
 	}
+	run, err := runFromOutput(out, c, elapsed)
+	if err != nil {
+		return nil, fmt.Errorf("command %q %w", t.Command, err)
+	}
+	return run, nil
+}
+
+// runFromOutput reads what a command printed for case c: a trace in a
+// format traceio detects, or else (when it does not look like JSON) the
+// plain-text answer of a run with no recorded calls.
+func runFromOutput(out []byte, c CaseRef, elapsed time.Duration) (*Run, error) {
+	if len(out) == 0 {
+		return nil, fmt.Errorf("printed nothing")
+	}
 	name := strings.NewReplacer("/", "_", `\`, "_").Replace(c.Case.ID) + ".json"
 	f, derr := traceio.Detect(out)
 	if derr != nil {
 		if out[0] == '{' || out[0] == '[' {
-			return nil, fmt.Errorf("command %q printed JSON that is not a trace Loupe reads: %v", t.Command, derr)
+			return nil, fmt.Errorf("printed JSON that is not a trace Loupe reads: %v", derr)
 		}
 		d := elapsed
 		return &Run{
@@ -88,12 +102,12 @@ func (t *CommandTarget) Run(ctx context.Context, c CaseRef) (*Run, error) {
 	var recs []trace.Record
 	for r, err := range traceio.Read(bytes.NewReader(out), name, f) {
 		if err != nil {
-			return nil, fmt.Errorf("command %q output: %w", t.Command, err)
+			return nil, fmt.Errorf("output: %w", err)
 		}
 		recs = append(recs, r)
 	}
 	if len(recs) == 0 {
-		return nil, fmt.Errorf("command %q printed a %s trace with no records", t.Command, f)
+		return nil, fmt.Errorf("printed a %s trace with no records", f)
 	}
 	return RunFromRecords(withTags(recs, CaseTag+c.Case.ID), "command"), nil
 }

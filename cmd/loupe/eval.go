@@ -11,6 +11,7 @@ import (
 
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/store"
+	_ "github.com/loupe-dev/loupe/store/sqlite" // the default store backend
 )
 
 func newEvalCmd() *cobra.Command {
@@ -36,7 +37,12 @@ the case id), else one run is graded against every case, else by position.
 
 Exit status: 0 every case passed, 1 a case failed, 2 the evaluation could not
 run (a bad file, a target that failed).`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &exitError{code: evalrun.ExitNotGraded, err: errors.New("no eval file given: loupe eval FILE… [--command CMD | --transcript F | --trace F | --from-store | --script F]")}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Files = args
 			if since != "" {
@@ -61,6 +67,10 @@ run (a bad file, a target that failed).`,
 			return nil
 		},
 	}
+	// A bad flag means the evaluation could not run: status 2, not 1.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: evalrun.ExitNotGraded, err: err}
+	})
 	f := cmd.Flags()
 	f.StringVar(&cfg.Command, "command", "", "shell command run per case, printing an AgentV trace")
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "time limit of one run of --command or --script")

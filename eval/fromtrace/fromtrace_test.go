@@ -1,6 +1,7 @@
 package fromtrace_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -213,4 +214,35 @@ func realFile(t *testing.T, rel string) string {
 		}
 		dir = parent
 	}
+}
+
+// FuzzTrajectory decodes arbitrary JSON lines as records (as a store or a
+// file would hand them over) and maps them: it must never panic, and the
+// mapping must keep every tool.end/tool.error.
+func FuzzTrajectory(f *testing.F) {
+	f.Add([]byte(`{"v":1,"trace_id":"b03402200f97ed69f5207a7bbabd696a","span_id":"ce831a4fecc1d6f9","seq":2,"time":"2024-01-15T09:00:00Z","type":"tool.start","name":"a","input":{"q":1}}
+{"v":1,"trace_id":"b03402200f97ed69f5207a7bbabd696a","span_id":"ce831a4fecc1d6f9","seq":3,"time":"2024-01-15T09:00:01Z","type":"tool.end","name":"a","output":[1]}
+{"v":1,"trace_id":"b03402200f97ed69f5207a7bbabd696a","span_id":"b02a33239290a234","seq":4,"time":"2024-01-15T09:00:02Z","type":"run.end","status":"success","output":{"text":"x"}}`))
+	f.Add([]byte(`{"v":1,"trace_id":"b03402200f97ed69f5207a7bbabd696a","span_id":"ce831a4fecc1d6f9","seq":1,"time":"2024-01-15T09:00:00Z","type":"tool.error","error":"boom"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var recs []trace.Record
+		ends := 0
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			r, err := trace.DecodeRecord(line)
+			if err != nil {
+				continue
+			}
+			if r.Type == trace.TypeToolEnd || r.Type == trace.TypeToolError {
+				ends++
+			}
+			recs = append(recs, r)
+		}
+		got := fromtrace.Trajectory(recs)
+		if len(got.Calls) < ends {
+			t.Fatalf("%d tool ends but %d calls", ends, len(got.Calls))
+		}
+		if got.EventCount != len(recs) {
+			t.Fatalf("EventCount %d, want %d", got.EventCount, len(recs))
+		}
+	})
 }
