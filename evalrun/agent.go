@@ -61,6 +61,7 @@ func (t *AgentTarget) Run(ctx context.Context, c CaseRef) (run *Run, err error) 
 	}()
 	answer, aerr := t.Func(ctx, c)
 	if aerr != nil {
+		ec.Error(aerr)
 		ec.Terminate(trace.ReasonFor(aerr), aerr)
 	}
 	if answer != "" {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"flag"
 	"maps"
 	"os"
@@ -505,4 +506,51 @@ func readRows(t *testing.T, path string) []map[string]any {
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
+}
+
+// An in-process agent written as a function: its tool calls are recorded
+// in a run named after the case, a failure is still graded, and a panic is
+// reported as a case that could not run.
+func TestAgentTarget(t *testing.T) {
+	inRoot(t)
+	f, err := eval.ParseFile(staticEval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &evalrun.AgentTarget{Label: "func-agent", Func: func(ctx context.Context, c evalrun.CaseRef) (string, error) {
+		switch c.Case.ID {
+		case "exact-plan":
+			panic("lost")
+		case "fetch-latency":
+			return "", errors.New("model unavailable")
+		}
+		for _, q := range []string{"ThinkPad X1 Carbon Gen 11 specifications", "reviews"} {
+			if _, err := trace.Tool(ctx, "webSearch", map[string]any{"query": q}, func(context.Context) (string, error) { return "ok", nil }); err != nil {
+				return "", err
+			}
+		}
+		trace.Tool(ctx, "fetchPage", map[string]any{"url": "u"}, func(context.Context) (string, error) { return "ok", nil })
+		trace.Tool(ctx, "summarize", map[string]any{}, func(context.Context) (string, error) { return "ok", nil })
+		return "The ThinkPad X1 Carbon Gen 11.", nil
+	}}
+	rep, err := (&evalrun.Runner{Target: target, Workers: 2}).Run(context.Background(), []*eval.File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, string(r.Result.Verdict))
+	}
+	if want := "pass pass error fail"; strings.Join(got, " ") != want {
+		t.Errorf("verdicts %v, want %s", got, want)
+	}
+	if r := rep.Results[0].Run; r.Name != "research-in-order" || !slices.Contains(r.Tags, "case:research-in-order") {
+		t.Errorf("run name %q tags %v", r.Name, r.Tags)
+	}
+	if r := rep.Results[3].Run; r.Trajectory.Errors == 0 {
+		t.Error("the failed run's error was not recorded")
+	}
+	if rep.ExitCode() != evalrun.ExitNotGraded || !strings.Contains(rep.Results[2].Err.Error(), "panicked: lost") {
+		t.Errorf("exit %d, err %v", rep.ExitCode(), rep.Results[2].Err)
+	}
 }
