@@ -163,10 +163,8 @@ func (e *Executor) Run(ctx context.Context, loop AgentLoop, input string) Result
 // traced run in ctx, the child runs untraced. The Executor's Tracer and
 // Tags are not used.
 func (e *Executor) RunChild(ctx context.Context, name string, loop AgentLoop, input string) Result {
-	parent := trace.FromContext(ctx)
-	child := parent.SpawnChild(name, loop)
-	defer parent.CompleteChild(child)
-	ctx = trace.NewContext(ctx, child)
+	ctx, child := trace.SpawnChild(ctx, name, loop) // under the tool call running it, if any
+	defer child.End()
 	return e.execute(ctx, child, runFrom(ctx), loop, input)
 }
 

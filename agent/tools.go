@@ -152,7 +152,7 @@ func CallTool(ctx context.Context, chain ToolChain, call ToolCall) ToolResult {
 	if chain == nil {
 		res.Err = fmt.Errorf("no tools are available; %s cannot be called", call.Name)
 	} else {
-		res.Output, res.Err = chain.Call(ctx, call)
+		res.Output, res.Err = chain.Call(span.Context(ctx), call)
 	}
 	if ec != nil {
 		span.End(jsonValue(res.Output), res.Err)

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -135,13 +137,13 @@ func cleanSchemaError(err error) string {
 		}
 		return field + "." + name
 	}
+	// The validator lists names as Go-quoted strings: ["a" "b"].
 	names := func(list string) []string {
 		var ns []string
-		if json.Unmarshal([]byte(list), &ns) != nil {
-			return nil
-		}
-		for i, n := range ns {
-			ns[i] = fmt.Sprintf("%q", join(n))
+		for _, q := range quoted.FindAllString(list, -1) {
+			if n, err := strconv.Unquote(q); err == nil {
+				ns = append(ns, fmt.Sprintf("%q", join(n)))
+			}
 		}
 		return ns
 	}
@@ -160,6 +162,8 @@ func cleanSchemaError(err error) string {
 	}
 	return fmt.Sprintf("field %q: %s", field, msg)
 }
+
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // pointerField turns a schema location such as
 // "/properties/a/items/properties/b" into "a[].b".

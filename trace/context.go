@@ -152,12 +152,13 @@ type ExecutionContext struct {
 	name   string
 	span   SpanID
 	parent *ExecutionContext
+	under  SpanID // for a child run: the span its child.spawn record hangs under
 	depth  int
 	data   any
 	start  time.Time
 
 	mu        sync.Mutex
-	records   []Record
+	records   recordLog
 	stats     Stats
 	children  []*ExecutionContext
 	iteration int
@@ -250,9 +251,12 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // so the caller may reuse them. Stats, its own and its ancestors', are
 // updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
-	if ec == nil {
-		return
+	if ec != nil {
+		ec.record(r)
 	}
+}
+
+func (ec *ExecutionContext) record(r Record) {
 	t := ec.t
 	r.V = Version
 	r.TraceID = ec.trace.id
@@ -277,7 +281,7 @@ func (ec *ExecutionContext) Record(r Record) {
 		}
 	}
 	r.Seq = ec.trace.seq.Add(1)
-	ec.records = append(ec.records, r)
+	ec.records.append(r)
 	ec.stats.Add(&r)
 	ec.mu.Unlock()
 	// Outside the lock, so that a Block policy waiting for room in the queue
@@ -361,20 +365,27 @@ func (ec *ExecutionContext) Records() []Record {
 	if ec == nil {
 		return nil
 	}
-	var out []Record
-	ec.collect(&out)
-	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	out := make([]Record, 0, ec.Stats().Records)
+	nested := ec.collect(&out)
+	if nested { // each context's records are in order; together they interleave
+		slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
 	return out
 }
 
-func (ec *ExecutionContext) collect(out *[]Record) {
+// collect appends the records of ec and its children to out, and reports
+// whether there were children.
+func (ec *ExecutionContext) collect(out *[]Record) bool {
 	ec.mu.Lock()
-	*out = append(*out, ec.records...)
+	for _, c := range ec.records.chunks {
+		*out = append(*out, c...)
+	}
 	kids := slices.Clone(ec.children)
 	ec.mu.Unlock()
 	for _, c := range kids {
 		c.collect(out)
 	}
+	return len(kids) > 0
 }
 
 // Stats returns a copy of the aggregates of ec and its children so far.
@@ -435,28 +446,57 @@ func (ec *ExecutionContext) EndIteration(action string) {
 }
 
 // SpawnChild starts a nested run (a sub-agent, a compaction pass) and
-// records child.spawn. The child's stats roll up into ec as they arrive.
-// Call CompleteChild (or the child's End) when it is done, with defer:
+// records child.spawn under the current iteration. The child's stats roll
+// up into ec as they arrive. Call CompleteChild (or the child's End) when it
+// is done, with defer:
 //
 //	child := ec.SpawnChild("compaction", nil)
 //	defer ec.CompleteChild(child)
+//
+// To nest the child under a span in progress (the tool call that runs a
+// sub-agent), use the package function SpawnChild with that span's context.
 func (ec *ExecutionContext) SpawnChild(name string, data any) *ExecutionContext {
 	if ec == nil {
 		return nil
 	}
+	return ec.spawn(name, data, SpanID{})
+}
+
+func (ec *ExecutionContext) spawn(name string, data any, under SpanID) *ExecutionContext {
 	c := &ExecutionContext{
 		t: ec.t, trace: ec.trace, name: name, span: NewSpanID(),
 		parent: ec, depth: ec.depth + 1, data: data, start: ec.t.now(),
 	}
 	ec.mu.Lock()
 	ec.children = append(ec.children, c)
-	parentSpan := ec.span
-	if !ec.iterSpan.IsZero() {
-		parentSpan = ec.iterSpan
+	c.under = under
+	if under.IsZero() {
+		c.under = ec.span
+		if !ec.iterSpan.IsZero() {
+			c.under = ec.iterSpan
+		}
 	}
 	ec.mu.Unlock()
-	ec.Record(Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: parentSpan, Name: name, Time: c.start})
+	ec.Record(Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: c.under, Name: name, Time: c.start})
 	return c
+}
+
+// SpawnChild starts a nested run of the run carried by ctx, under the span
+// that ctx carries (see Span.Context) or else the current iteration, and
+// returns a context carrying the child. End the child with its End method
+// (or the parent's CompleteChild). Without a run in ctx it returns ctx and
+// a nil (disabled) child.
+func SpawnChild(ctx context.Context, name string, data any) (context.Context, *ExecutionContext) {
+	ec := FromContext(ctx)
+	if ec == nil {
+		return ctx, nil
+	}
+	var under SpanID
+	if s, ok := ctx.Value(spanKey{}).(spanRef); ok && s.ec == ec {
+		under = s.id
+	}
+	c := ec.spawn(name, data, under)
+	return NewContext(ctx, c), c
 }
 
 // CompleteChild ends child, if it has not ended yet, and records child.end
@@ -542,13 +582,7 @@ func (ec *ExecutionContext) End() {
 	}
 	ec.mu.Unlock()
 	if p := ec.parent; p != nil {
-		r.Type = TypeChildEnd
-		p.mu.Lock()
-		r.ParentID = p.span
-		if !p.iterSpan.IsZero() {
-			r.ParentID = p.iterSpan
-		}
-		p.mu.Unlock()
+		r.Type, r.ParentID = TypeChildEnd, ec.under
 		p.Record(r)
 		return
 	}
@@ -604,4 +638,25 @@ func (ec *ExecutionContext) StartTime() time.Time {
 		return time.Time{}
 	}
 	return ec.start
+}
+
+// recordLog is an append-only list of records kept in chunks, so that a long
+// run's log grows without ever copying what it holds.
+type recordLog struct {
+	chunks [][]Record
+}
+
+const maxChunk = 1024
+
+func (l *recordLog) append(r Record) {
+	n := len(l.chunks)
+	if n == 0 || len(l.chunks[n-1]) == cap(l.chunks[n-1]) {
+		size := 16
+		if n > 0 {
+			size = min(2*cap(l.chunks[n-1]), maxChunk)
+		}
+		l.chunks = append(l.chunks, make([]Record, 0, size))
+		n++
+	}
+	l.chunks[n-1] = append(l.chunks[n-1], r)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A Sink receives records, in the spirit of slog.Handler: small, and the
@@ -53,6 +54,12 @@ type DispatchOptions struct {
 	BatchSize int
 	// OnFull is the policy when the queue is full.
 	OnFull FullPolicy
+	// Linger is how long the background goroutine waits for more records
+	// after writing a batch smaller than BatchSize (default DefaultLinger).
+	// Waiting lets records pile up so that a busy program hands the
+	// goroutine whole batches instead of waking it for every record; it
+	// bounds how stale a sink can be, and how long Flush may wait.
+	Linger time.Duration
 	// OnError is called with each error a sink returns. The default
 	// prints it to standard error; errors are never silent.
 	OnError func(error)
@@ -62,6 +69,7 @@ type DispatchOptions struct {
 const (
 	DefaultQueueSize = 8192
 	DefaultBatchSize = 512
+	DefaultLinger    = time.Millisecond
 )
 
 // DispatchStats counts what a Dispatcher did.
@@ -90,6 +98,7 @@ type Dispatcher struct {
 
 	progressMu sync.Mutex
 	progress   chan struct{} // closed and replaced after each batch
+	wake       chan struct{} // cuts a linger short, for Flush
 
 	listeners atomic.Pointer[[]*listener]
 	lmu       sync.Mutex
@@ -105,10 +114,13 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
 	}
+	if opts.Linger <= 0 {
+		opts.Linger = DefaultLinger
+	}
 	if opts.OnError == nil {
 		opts.OnError = func(err error) { fmt.Fprintln(os.Stderr, "loupe: trace sink:", err) }
 	}
-	d := &Dispatcher{opts: opts, sinks: sinks, progress: make(chan struct{})}
+	d := &Dispatcher{opts: opts, sinks: sinks, progress: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if !opts.Inline {
 		d.queue = make(chan Record, opts.QueueSize)
 		d.done = make(chan struct{})
@@ -176,6 +188,8 @@ func (d *Dispatcher) write(batch []Record) {
 func (d *Dispatcher) run() {
 	defer close(d.done)
 	batch := make([]Record, 0, d.opts.BatchSize)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for r := range d.queue {
 		batch = append(batch, r)
 	fill:
@@ -191,8 +205,20 @@ func (d *Dispatcher) run() {
 			}
 		}
 		d.write(batch)
+		// A small batch means records trickle in: wait for more rather
+		// than wake for each one. A large one means the queue is filling:
+		// go straight back to it.
+		small := len(batch) < min(cap(batch), cap(d.queue))/2
 		clear(batch) // drop references to values
 		batch = batch[:0]
+		if small {
+			linger.Reset(d.opts.Linger)
+			select {
+			case <-linger.C:
+			case <-d.wake:
+				linger.Stop()
+			}
+		}
 	}
 }
 
@@ -202,6 +228,13 @@ func (d *Dispatcher) run() {
 // records reached each sink's destination.
 func (d *Dispatcher) Flush(ctx context.Context) error {
 	target := d.emitted.Load()
+	if d.written.Load() >= target {
+		return nil
+	}
+	select { // end the worker's linger: someone is waiting
+	case d.wake <- struct{}{}:
+	default:
+	}
 	for {
 		d.progressMu.Lock()
 		ch := d.progress

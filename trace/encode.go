@@ -117,17 +117,18 @@ func appendValue(b []byte, key string, v Value) []byte {
 		return b
 	}
 	b = append(b, key...)
-	if json.Valid(v) {
-		// Compact so that one record stays one line.
-		if !bytes.ContainsAny(v, "\n\r\t ") {
-			return append(b, v...)
-		}
-		var buf bytes.Buffer
-		if json.Compact(&buf, v) == nil {
-			return append(b, buf.Bytes()...)
-		}
+	// Values made by JSON, Text and Raw are valid JSON, but a Value is a
+	// byte slice anyone can build; checking here keeps every line valid.
+	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 && json.Valid(v) {
+		return append(b, v...) // the common case: already one valid line
 	}
-	// Not JSON (a Raw misuse): keep the bytes as a string rather than break the line.
+	// Compact so that one record stays one line.
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) == nil {
+		return append(b, buf.Bytes()...)
+	}
+	// Not JSON (a Value built without JSON, Text or Raw): keep the bytes as
+	// a string rather than break the line.
 	return appendJSONString(b, string(v))
 }
 

@@ -10,9 +10,12 @@ import "time"
 // tool.error when err is not nil. Use Start/End instead to see the call
 // while it runs.
 func (ec *ExecutionContext) ToolCall(name string, input, output Value, d time.Duration, err error) {
-	if ec == nil {
-		return
+	if ec != nil { // inlined, so that disabled tracing costs a compare
+		ec.toolCall(name, input, output, d, err)
 	}
+}
+
+func (ec *ExecutionContext) toolCall(name string, input, output Value, d time.Duration, err error) {
 	r := Record{Type: TypeToolEnd, Name: name, Input: input, Output: output, Duration: d}
 	if err != nil {
 		r.Type, r.Error = TypeToolError, err.Error()

@@ -36,6 +36,24 @@ func (ec *ExecutionContext) Start(typ Type, name string, input Value) Span {
 	return s
 }
 
+type spanKey struct{}
+
+// spanRef is what a context carries for Span.Context.
+type spanRef struct {
+	ec *ExecutionContext
+	id SpanID
+}
+
+// Context returns a copy of ctx in which s is the span in progress, so that
+// runs started with SpawnChild(ctx, …) nest under it. For the zero Span it
+// returns ctx.
+func (s Span) Context(ctx context.Context) context.Context {
+	if s.ec == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, spanKey{}, spanRef{s.ec, s.id})
+}
+
 // ID returns the span's id.
 func (s Span) ID() SpanID { return s.id }
 

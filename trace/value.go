@@ -37,9 +37,14 @@ func Text(s string) Value {
 	return appendJSONString(make([]byte, 0, len(s)+2), s)
 }
 
-// Raw returns b as a Value without checking that it is JSON; use it when b
-// is known to be one encoded JSON value. Recording copies it.
-func Raw(b []byte) Value { return Value(b) }
+// Raw returns b as a Value if it is one valid JSON value, and otherwise b
+// as a JSON string, so that a Value always holds JSON. Recording copies it.
+func Raw(b []byte) Value {
+	if !json.Valid(b) {
+		return Text(string(b))
+	}
+	return Value(b)
+}
 
 // String returns v's JSON text, or "null" if v is empty.
 func (v Value) String() string {

@@ -31,8 +31,8 @@ type agentvEvent struct {
 	DurationMs *float64        `json:"durationMs"`
 	Duration   *float64        `json:"duration_ms"`
 	Metadata   struct {
-		Model      string      `json:"model"`
-		Role       string      `json:"role"`
+		Model      string       `json:"model"`
+		Role       string       `json:"role"`
 		TokenUsage *agentvUsage `json:"tokenUsage"`
 		Usage      *agentvUsage `json:"usage"`
 	} `json:"metadata"`
@@ -292,145 +292,148 @@ type agentvToolCall struct {
 // does not say in which order the calls happened. A row whose "trace" is
 // the full event list is read like an AgentV trace file.
 func readAgentVResults(s *source) error {
-	return s.lines(func(b []byte) error {
-		var row agentvRow
-		if err := json.Unmarshal(b, &row); err != nil {
-			return jsonError(s.name, b, s.line, err)
+	return s.lines(func(b []byte) error { return s.whole(func() error { return s.agentvRow(b) }) })
+}
+
+// agentvRow emits the records of one result row.
+func (s *source) agentvRow(b []byte) error {
+	var row agentvRow
+	if err := json.Unmarshal(b, &row); err != nil {
+		return jsonError(s.name, b, s.line, err)
+	}
+	start, err := parseTime(row.Timestamp)
+	if err != nil {
+		return s.errf("timestamp", "%v", err)
+	}
+	if start.IsZero() {
+		start = time.Unix(0, 0).UTC()
+	}
+	name := firstNonEmpty(row.TestID, row.EvalID)
+	if name == "" {
+		return s.errf("test_id", "missing; every AgentV result row names its test")
+	}
+	tid := traceIDOf(string(FormatAgentVResults), name, string(bytes.TrimSpace(row.Timestamp)), row.Target, row.Suite)
+	var tags []string
+	for _, t := range [][2]string{{"test", name}, {"suite", row.Suite}, {"target", row.Target}} {
+		if t[1] != "" {
+			tags = append(tags, t[0]+":"+t[1])
 		}
-		start, err := parseTime(row.Timestamp)
-		if err != nil {
-			return s.errf("timestamp", "%v", err)
-		}
-		if start.IsZero() {
-			start = time.Unix(0, 0).UTC()
-		}
-		name := firstNonEmpty(row.TestID, row.EvalID)
-		if name == "" {
-			return s.errf("test_id", "missing; every AgentV result row names its test")
-		}
-		tid := traceIDOf(string(FormatAgentVResults), name, string(bytes.TrimSpace(row.Timestamp)), row.Target, row.Suite)
-		var tags []string
-		for _, t := range [][2]string{{"test", name}, {"suite", row.Suite}, {"target", row.Target}} {
-			if t[1] != "" {
-				tags = append(tags, t[0]+":"+t[1])
-			}
-		}
-		if tr := bytes.TrimSpace(row.Trace); len(tr) > 0 && tr[0] == '[' {
-			// The full trace was kept: its events say everything.
-			var final json.RawMessage
-			if msgs, _ := elems(row.Output, 0); len(msgs) > 0 {
-				var m agentvMessage
-				_ = json.Unmarshal(msgs[len(msgs)-1].raw, &m)
-				final = m.Content
-			}
-			line := s.line
-			err := s.agentvEvents(b, tid, name, row.Trace, int64(bytes.Index(b, tr)), "trace", final, tags)
-			var e *Error
-			if errors.As(err, &e) {
-				e.Line = line
-			}
-			return err
-		}
-		var sum agentvSummary
-		if len(row.Trace) > 0 {
-			if err := json.Unmarshal(row.Trace, &sum); err != nil {
-				e := jsonError(s.name, b, s.line, err).(*Error)
-				e.Field = "trace." + e.Field
-				return e
-			}
-		}
-		msgs, err := elems(row.Output, 0)
-		if err != nil {
-			return s.errf("output", "%v", err)
-		}
-		run := spanIDOf(tid, "run")
-		if err := s.emit(trace.Record{TraceID: tid, SpanID: run, Time: start, Type: trace.TypeRunStart, Name: name,
-			Tags: append([]string{"source:agentv"}, tags...)}); err != nil {
-			return err
-		}
-		at := start
-		var final trace.Value
-		for i, mm := range msgs {
+	}
+	if tr := bytes.TrimSpace(row.Trace); len(tr) > 0 && tr[0] == '[' {
+		// The full trace was kept: its events say everything.
+		var final json.RawMessage
+		if msgs, _ := elems(row.Output, 0); len(msgs) > 0 {
 			var m agentvMessage
-			if err := json.Unmarshal(mm.raw, &m); err != nil {
-				e := jsonError(s.name, b, s.line, err).(*Error)
-				e.Field = fmt.Sprintf("output[%d].%s", i, e.Field)
-				return e
+			_ = json.Unmarshal(msgs[len(msgs)-1].raw, &m)
+			final = m.Content
+		}
+		line := s.line
+		err := s.agentvEvents(b, tid, name, row.Trace, int64(bytes.Index(b, tr)), "trace", final, tags)
+		var e *Error
+		if errors.As(err, &e) {
+			e.Line = line
+		}
+		return err
+	}
+	var sum agentvSummary
+	if len(row.Trace) > 0 {
+		if err := json.Unmarshal(row.Trace, &sum); err != nil {
+			e := jsonError(s.name, b, s.line, err).(*Error)
+			e.Field = "trace." + e.Field
+			return e
+		}
+	}
+	msgs, err := elems(row.Output, 0)
+	if err != nil {
+		return s.errf("output", "%v", err)
+	}
+	run := spanIDOf(tid, "run")
+	if err := s.emit(trace.Record{TraceID: tid, SpanID: run, Time: start, Type: trace.TypeRunStart, Name: name,
+		Tags: append([]string{"source:agentv"}, tags...)}); err != nil {
+		return err
+	}
+	at := start
+	var final trace.Value
+	for i, mm := range msgs {
+		var m agentvMessage
+		if err := json.Unmarshal(mm.raw, &m); err != nil {
+			e := jsonError(s.name, b, s.line, err).(*Error)
+			e.Field = fmt.Sprintf("output[%d].%s", i, e.Field)
+			return e
+		}
+		var d time.Duration
+		if m.DurationMs != nil {
+			if d, err = millis(*m.DurationMs); err != nil {
+				return s.errf(fmt.Sprintf("output[%d].duration_ms", i), "%v", err)
 			}
-			var d time.Duration
-			if m.DurationMs != nil {
-				if d, err = millis(*m.DurationMs); err != nil {
-					return s.errf(fmt.Sprintf("output[%d].duration_ms", i), "%v", err)
+		}
+		r := trace.Record{TraceID: tid, ParentID: run, SpanID: spanIDOf(tid, "output", strconv.Itoa(i))}
+		if m.Role == "assistant" || m.Role == "" {
+			at = at.Add(d)
+			r.Type, r.Name, r.Time, r.Duration = trace.TypeModelCall, firstNonEmpty(row.Target, "model"), at, d
+			r.Output, r.Usage = jsonValue(m.Content), m.TokenUsage.usage()
+			final = r.Output
+		} else {
+			r.Type, r.Name, r.Time, r.Output = trace.TypeMessage, m.Role, at, jsonValue(m.Content)
+		}
+		if err := s.emit(r); err != nil {
+			return err
+		}
+		for j, tc := range m.ToolCalls {
+			var td time.Duration
+			if tc.DurationMs != nil {
+				if td, err = millis(*tc.DurationMs); err != nil {
+					return s.errf(fmt.Sprintf("output[%d].tool_calls[%d].duration_ms", i, j), "%v", err)
 				}
 			}
-			r := trace.Record{TraceID: tid, ParentID: run, SpanID: spanIDOf(tid, "output", strconv.Itoa(i))}
-			if m.Role == "assistant" || m.Role == "" {
-				at = at.Add(d)
-				r.Type, r.Name, r.Time, r.Duration = trace.TypeModelCall, firstNonEmpty(row.Target, "model"), at, d
-				r.Output, r.Usage = jsonValue(m.Content), m.TokenUsage.usage()
-				final = r.Output
-			} else {
-				r.Type, r.Name, r.Time, r.Output = trace.TypeMessage, m.Role, at, jsonValue(m.Content)
-			}
-			if err := s.emit(r); err != nil {
+			span := spanIDOf(tid, "tool", strconv.Itoa(i), strconv.Itoa(j))
+			tool := firstNonEmpty(tc.Tool, tc.Name)
+			if err := s.emit(trace.Record{TraceID: tid, SpanID: span, ParentID: run, Time: at, Type: trace.TypeToolStart,
+				Name: tool, Input: jsonValue(tc.Input)}); err != nil {
 				return err
 			}
-			for j, tc := range m.ToolCalls {
-				var td time.Duration
-				if tc.DurationMs != nil {
-					if td, err = millis(*tc.DurationMs); err != nil {
-						return s.errf(fmt.Sprintf("output[%d].tool_calls[%d].duration_ms", i, j), "%v", err)
-					}
-				}
-				span := spanIDOf(tid, "tool", strconv.Itoa(i), strconv.Itoa(j))
-				tool := firstNonEmpty(tc.Tool, tc.Name)
-				if err := s.emit(trace.Record{TraceID: tid, SpanID: span, ParentID: run, Time: at, Type: trace.TypeToolStart,
-					Name: tool, Input: jsonValue(tc.Input)}); err != nil {
-					return err
-				}
-				at = at.Add(td)
-				end := trace.Record{TraceID: tid, SpanID: span, ParentID: run, Time: at, Type: trace.TypeToolEnd,
-					Name: tool, Output: jsonValue(tc.Output), Duration: td}
-				if msg := textOf(tc.Error); msg != "" && msg != "false" {
-					end.Type, end.Error = trace.TypeToolError, msg
-				}
-				if err := s.emit(end); err != nil {
-					return err
-				}
+			at = at.Add(td)
+			end := trace.Record{TraceID: tid, SpanID: span, ParentID: run, Time: at, Type: trace.TypeToolEnd,
+				Name: tool, Output: jsonValue(tc.Output), Duration: td}
+			if msg := textOf(tc.Error); msg != "" && msg != "false" {
+				end.Type, end.Error = trace.TypeToolError, msg
 			}
-		}
-		if len(bytes.TrimSpace(row.Trace)) > 0 {
-			if err := s.emit(trace.Record{TraceID: tid, SpanID: spanIDOf(tid, "summary"), ParentID: run, Time: at,
-				Type: trace.TypeCustom, Name: "agentv.trace_summary", Output: jsonValue(row.Trace)}); err != nil {
+			if err := s.emit(end); err != nil {
 				return err
 			}
 		}
-		if row.Score != nil || len(row.Scores) > 0 || len(row.Assertions) > 0 {
-			res, _ := json.Marshal(struct {
-				Score      *float64        `json:"score,omitempty"`
-				Scores     json.RawMessage `json:"scores,omitempty"`
-				Assertions json.RawMessage `json:"assertions,omitempty"`
-			}{row.Score, json.RawMessage(jsonValue(row.Scores)), json.RawMessage(jsonValue(row.Assertions))})
-			if err := s.emit(trace.Record{TraceID: tid, SpanID: spanIDOf(tid, "result"), ParentID: run, Time: at,
-				Type: trace.TypeCustom, Name: "agentv.result", Output: res}); err != nil {
-				return err
-			}
+	}
+	if len(bytes.TrimSpace(row.Trace)) > 0 {
+		if err := s.emit(trace.Record{TraceID: tid, SpanID: spanIDOf(tid, "summary"), ParentID: run, Time: at,
+			Type: trace.TypeCustom, Name: "agentv.trace_summary", Output: jsonValue(row.Trace)}); err != nil {
+			return err
 		}
-		endAt := at
-		if sum.DurationMs > 0 {
-			d, err := millis(sum.DurationMs)
-			if err != nil {
-				return s.errf("trace.duration_ms", "%v", err)
-			}
-			endAt = start.Add(d)
+	}
+	if row.Score != nil || len(row.Scores) > 0 || len(row.Assertions) > 0 {
+		res, _ := json.Marshal(struct {
+			Score      *float64        `json:"score,omitempty"`
+			Scores     json.RawMessage `json:"scores,omitempty"`
+			Assertions json.RawMessage `json:"assertions,omitempty"`
+		}{row.Score, json.RawMessage(jsonValue(row.Scores)), json.RawMessage(jsonValue(row.Assertions))})
+		if err := s.emit(trace.Record{TraceID: tid, SpanID: spanIDOf(tid, "result"), ParentID: run, Time: at,
+			Type: trace.TypeCustom, Name: "agentv.result", Output: res}); err != nil {
+			return err
 		}
-		r := trace.Record{TraceID: tid, SpanID: run, Time: endAt, Type: trace.TypeRunEnd, Name: name,
-			Status: string(trace.TerminationSuccess), Output: final, Duration: endAt.Sub(start), Error: row.Error}
-		if row.Error != "" {
-			r.Status = string(trace.TerminationError)
+	}
+	endAt := at
+	if sum.DurationMs > 0 {
+		d, err := millis(sum.DurationMs)
+		if err != nil {
+			return s.errf("trace.duration_ms", "%v", err)
 		}
-		return s.emit(r)
-	})
+		endAt = start.Add(d)
+	}
+	r := trace.Record{TraceID: tid, SpanID: run, Time: endAt, Type: trace.TypeRunEnd, Name: name,
+		Status: string(trace.TerminationSuccess), Output: final, Duration: endAt.Sub(start), Error: row.Error}
+	if row.Error != "" {
+		r.Status = string(trace.TerminationError)
+	}
+	return s.emit(r)
 }
 
 func firstNonEmpty(ss ...string) string {

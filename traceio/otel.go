@@ -17,11 +17,11 @@ import (
 // accepted too: times as [seconds, nanoseconds] or *UnixNano, attributes
 // as an object or as OTLP's key/value list.
 type otelSpan struct {
-	Name              string          `json:"name"`
-	TraceID           string          `json:"traceId"`
-	SpanID            string          `json:"spanId"`
-	ParentSpanID      string          `json:"parentSpanId"`
-	ParentID          string          `json:"parentId"`
+	Name              string `json:"name"`
+	TraceID           string `json:"traceId"`
+	SpanID            string `json:"spanId"`
+	ParentSpanID      string `json:"parentSpanId"`
+	ParentID          string `json:"parentId"`
 	ParentSpanContext *struct {
 		SpanID string `json:"spanId"`
 	} `json:"parentSpanContext"`

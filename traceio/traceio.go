@@ -199,6 +199,9 @@ func ReadFile(path string, f Format) ([]trace.Record, Format, error) {
 func Detect(head []byte) (Format, error) {
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	keys, err := topKeys(head)
+	if len(bytes.TrimSpace(head)) == 0 {
+		err = errors.New("empty file")
+	}
 	if len(keys) == 0 {
 		if err == nil {
 			err = errors.New("empty file")
@@ -267,6 +270,7 @@ type source struct {
 	yield func(trace.Record, error) bool
 	seq   map[trace.TraceID]uint64
 	line  int
+	held  *[]trace.Record // when set, emit collects records here instead of yielding them
 }
 
 // emit assigns V and the next Seq of r's trace and hands r to the consumer.
@@ -277,8 +281,31 @@ func (s *source) emit(r trace.Record) error {
 		r.Seq = s.seq[r.TraceID]
 	}
 	r.Time = r.Time.UTC()
+	if s.held != nil {
+		*s.held = append(*s.held, r)
+		return nil
+	}
 	if !s.yield(r, nil) {
 		return errStop
+	}
+	return nil
+}
+
+// whole runs fn with emitted records held back, and delivers them only if
+// fn succeeds, so that a unit of input (one row) is imported whole or not
+// at all.
+func (s *source) whole(fn func() error) error {
+	var held []trace.Record
+	s.held = &held
+	err := fn()
+	s.held = nil
+	if err != nil {
+		return err
+	}
+	for _, r := range held {
+		if !s.yield(r, nil) {
+			return errStop
+		}
 	}
 	return nil
 }
@@ -388,11 +415,18 @@ func digest(parts []string) []byte {
 	return h.Sum(nil)
 }
 
-// jsonValue returns raw as a trace.Value, nil for absent or null.
+// jsonValue returns raw as a compact trace.Value (so that a record stays
+// one line and equal values are equal bytes), nil for absent or null.
 func jsonValue(raw json.RawMessage) trace.Value {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
+	}
+	if bytes.ContainsAny(raw, " \t\r\n") {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) == nil {
+			return trace.Value(b.Bytes())
+		}
 	}
 	return trace.Value(slices.Clone(raw))
 }

@@ -50,9 +50,12 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	addDBFlag(root)
 	root.AddCommand(
 		newVersionCmd(),
 		newEvalCmd(),
+		newDemoCmd(),
+		newTracesCmd(),
 	)
 	return root
 }

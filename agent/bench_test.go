@@ -1,0 +1,129 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/export/jsonl"
+	"github.com/loupe-dev/loupe/llm/scripted"
+	"github.com/loupe-dev/loupe/tool"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// spin does n rounds of a small hash: real CPU work that the compiler
+// cannot remove, without sleeping.
+func spin(n int) uint64 {
+	h := uint64(14695981039346656037)
+	for i := range n {
+		h ^= uint64(i)
+		h *= 1099511628211
+	}
+	return h
+}
+
+var (
+	spinSink      uint64 // keeps calibration work from being optimised away
+	calibrateOnce sync.Once
+	spinFor50us   int
+)
+
+// rounds50us returns how many spin rounds take about 50µs on this machine.
+func rounds50us() int {
+	calibrateOnce.Do(func() {
+		// The fastest of many short runs: other processes on the machine
+		// only ever make a run slower.
+		const n = 1 << 16
+		best := time.Duration(1 << 62)
+		for range 200 {
+			start := time.Now()
+			spinSink += spin(n)
+			best = min(best, time.Since(start))
+		}
+		spinFor50us = int(float64(n) * float64(50*time.Microsecond) / float64(best))
+	})
+	return spinFor50us
+}
+
+type workIn struct {
+	N int `json:"n"`
+}
+
+func workTool(rounds int) agent.Tool {
+	return tool.Func("work", "Do 50µs of work.", func(_ context.Context, in workIn) (uint64, error) {
+		return spin(rounds) + uint64(in.N), nil
+	})
+}
+
+func benchScript(b *testing.B, iterations int) *scripted.Script {
+	var sb strings.Builder
+	sb.WriteString("model: bench\nprice: {input_per_mtok: 3, output_per_mtok: 15}\nturns:\n")
+	for i := range iterations - 1 {
+		fmt.Fprintf(&sb, "  - tool_calls: [{name: work, input: {n: %d}}]\n    usage: {input_tokens: 100, output_tokens: 20}\n", i)
+	}
+	sb.WriteString("  - answer: done\n    usage: {input_tokens: 100, output_tokens: 5}\n")
+	s, err := scripted.Parse([]byte(sb.String()), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkRun1000 runs a 1,000-iteration ReAct agent whose tool does
+// about 50µs of real work per call, untraced (nil Tracer) and traced
+// (background dispatcher, JSONL sink writing to io.Discard, flushed at the
+// end of each run so the sink's work is included).
+//
+// The nowork variants run the same agent with a tool that does nothing, to
+// show the runtime's and the tracing's own cost per iteration.
+func BenchmarkRun1000(b *testing.B) {
+	benchRun(b, rounds50us())
+}
+
+func BenchmarkRun1000NoWork(b *testing.B) {
+	benchRun(b, 0)
+}
+
+func benchRun(b *testing.B, rounds int) {
+	const iterations = 1000
+	script := benchScript(b, iterations)
+	work := agent.NewToolbox(workTool(rounds))
+	run := func(b *testing.B, tracer *trace.Tracer) {
+		exec := &agent.Executor{Tracer: tracer, Limits: agent.Limits{MaxIterations: iterations + 1}}
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			res := exec.Run(context.Background(), &agent.ReAct{Model: script.NewModel(), Tools: work}, "work")
+			if res.Err != nil || res.Answer != "done" {
+				b.Fatal(res.Err)
+			}
+			if err := tracer.Flush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/iterations, "ns/iteration")
+		// CPU time of the whole process (all goroutines, the sink's and
+		// the GC's included) is what tracing costs even when another core
+		// hides it from the wall clock, and it is less disturbed by other
+		// processes on a busy machine.
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/iterations, "cpu-ns/iteration")
+	}
+	b.Run("untraced", func(b *testing.B) { run(b, nil) })
+	b.Run("traced", func(b *testing.B) {
+		tracer := trace.New(trace.Options{
+			Sinks:    []trace.Sink{jsonl.NewSink(io.Discard)},
+			Dispatch: trace.DispatchOptions{OnFull: trace.Block},
+		})
+		defer func() {
+			if err := tracer.Shutdown(context.Background()); err != nil {
+				b.Error(err)
+			}
+		}()
+		run(b, tracer)
+	})
+}

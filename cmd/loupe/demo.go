@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/loupe-dev/loupe/demo"
+	"github.com/loupe-dev/loupe/export/console"
+	"github.com/loupe-dev/loupe/export/jsonl"
+	"github.com/loupe-dev/loupe/trace"
+	"github.com/spf13/cobra"
+)
+
+func newDemoCmd() *cobra.Command {
+	var dir, out string
+	var io, jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a sample agent offline and show its trace",
+		Long: `Runs a sample agent — a scripted model with a real calculator, file search,
+clock and a summariser sub-agent, one of whose tool calls fails — and prints
+its trace as a tree. The records are also written as JSON lines to --out.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			file, err := jsonl.Create(out)
+			if err != nil {
+				return err
+			}
+			format := console.FormatTree
+			if jsonOut {
+				format = console.FormatJSON
+			}
+			tracer := trace.New(trace.Options{Sinks: []trace.Sink{
+				file,
+				console.NewSink(cmd.OutOrStdout(), format, console.Options{IO: io}),
+			}})
+			res, runErr := demo.Run(cmd.Context(), tracer, dir)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 10*time.Second)
+			defer cancel()
+			if err := tracer.Shutdown(ctx); err != nil {
+				return fmt.Errorf("writing the trace: %w", err)
+			}
+			if runErr != nil {
+				return runErr
+			}
+			if !jsonOut {
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "\nanswer: %s\n", res.Answer)
+				fmt.Fprintf(w, "trace %s: %d records written to %s\n", res.TraceID, len(res.Records), file.Path())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".", "folder the demo's file search looks in")
+	cmd.Flags().StringVar(&out, "out", "loupe-demo.jsonl", "file to write the trace to, as JSON lines")
+	cmd.Flags().BoolVar(&io, "io", false, "print each span's input and output in the tree")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print records as JSON lines instead of a tree")
+	return cmd
+}

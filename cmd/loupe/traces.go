@@ -1,0 +1,394 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loupe-dev/loupe/store"
+	_ "github.com/loupe-dev/loupe/store/sqlite" // registers the default backend
+	"github.com/loupe-dev/loupe/trace"
+	"github.com/loupe-dev/loupe/traceio"
+	"github.com/loupe-dev/loupe/tracesview"
+)
+
+// addDBFlag adds the persistent --db flag to root.
+func addDBFlag(root *cobra.Command) {
+	root.PersistentFlags().String("db", "", "trace store: a SQLite path or a postgres:// DSN (env LOUPE_DB; default "+store.DefaultPath()+")")
+}
+
+// dbDSN returns the store the command should use: --db, else $LOUPE_DB,
+// else the default path.
+func dbDSN(cmd *cobra.Command) string {
+	if f := cmd.Flag("db"); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	if v := os.Getenv("LOUPE_DB"); v != "" {
+		return v
+	}
+	return store.DefaultPath()
+}
+
+// withStore opens the store, runs fn and closes the store.
+func withStore(cmd *cobra.Command, fn func(ctx context.Context, st store.Store) error) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := store.Open(ctx, dbDSN(cmd))
+	if err != nil {
+		return err
+	}
+	err = fn(ctx, st)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// nowFunc is the clock the traces commands use for relative times; tests
+// replace it.
+var nowFunc = time.Now
+
+func newTracesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "traces",
+		Short: "List, show, search, import, export and delete stored traces",
+	}
+	cmd.AddCommand(newTracesLsCmd(), newTracesShowCmd(), newTracesSearchCmd(), newTracesRmCmd(),
+		newTracesPruneCmd(), newTracesExportCmd(), newTracesImportCmd())
+	return cmd
+}
+
+// criteriaFlags registers the trace filters on cmd.
+func criteriaFlags(cmd *cobra.Command, c *tracesview.Criteria, search bool) {
+	f := cmd.Flags()
+	if !search {
+		f.StringVar(&c.Name, "name", "", "root run name")
+	}
+	f.StringVar(&c.Status, "status", "", "termination reason: success, error, max_iterations, …, or running")
+	f.StringVar(&c.Since, "since", "", "started at or after: a duration before now (24h, 7d) or a time (2006-01-02, RFC 3339)")
+	f.StringVar(&c.Until, "until", "", "started before (same forms as --since)")
+	f.StringArrayVar(&c.Tags, "tag", nil, "has this run tag, e.g. env:ci (repeatable; all must match)")
+	f.StringVar(&c.Model, "model", "", "called this model")
+	f.StringVar(&c.Tool, "tool", "", "called this tool")
+	if search {
+		f.StringArrayVar(&c.Types, "type", nil, "record type, e.g. tool.error (repeatable; any matches)")
+		f.DurationVar(&c.MinDuration, "min-duration", 0, "trace lasted at least")
+		f.DurationVar(&c.MaxDuration, "max-duration", 0, "trace lasted at most")
+	} else {
+		f.BoolVar(&c.Errors, "errors", false, "only traces with errors")
+	}
+}
+
+func newTracesLsCmd() *cobra.Command {
+	var (
+		c      tracesview.Criteria
+		limit  int
+		page   int
+		cursor string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List traces, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := c.Filter(nowFunc())
+			if err != nil {
+				return err
+			}
+			if page < 1 {
+				return fmt.Errorf("--page %d: pages are numbered from 1", page)
+			}
+			q := store.ListQuery{Filter: f, Limit: limit, Cursor: cursor}
+			if cursor == "" {
+				q.Offset = (page - 1) * max(limit, 0)
+			}
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				res, err := st.List(ctx, q)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					if res.Traces == nil {
+						res.Traces = []store.Summary{}
+					}
+					return tracesview.WriteJSON(out, res)
+				}
+				if err := tracesview.Table(out, res.Traces); err != nil {
+					return err
+				}
+				if res.Next != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", res.Next)
+				}
+				return nil
+			})
+		},
+	}
+	criteriaFlags(cmd, &c, false)
+	cmd.Flags().IntVar(&limit, "limit", 50, "traces per page")
+	cmd.Flags().IntVar(&page, "page", 1, "page number (with --limit)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous page's cursor")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTracesShowCmd() *cobra.Command {
+	var (
+		o      tracesview.ShowOptions
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one trace: span tree, durations, tokens, cost, errors and memory pool",
+		Long:  "Show one trace. ID may be a unique prefix of the trace id (at least 4 hex digits).",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				id, err := tracesview.Resolve(ctx, st, args[0])
+				if err != nil {
+					return err
+				}
+				t, err := st.Trace(ctx, id)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return tracesview.WriteJSON(cmd.OutOrStdout(), tracesview.TraceJSON{
+						Summary: t.Summary, Stats: t.Stats, Memory: t.Memory, Spans: t.Spans, Records: t.Records})
+				}
+				return tracesview.Show(cmd.OutOrStdout(), t, o)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&o.IO, "io", false, "include inputs, outputs and thinking")
+	cmd.Flags().IntVar(&o.MaxIO, "max-io", 0, "bytes of each input/output to print (default 200; -1: all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole trace as JSON")
+	return cmd
+}
+
+func newTracesSearchCmd() *cobra.Command {
+	var (
+		c      tracesview.Criteria
+		limit  int
+		cursor string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "search QUERY...",
+		Short: "Search records by text and filters",
+		Long: `Search records by text and filters. The query is words and "quoted phrases",
+which must all occur in one record's name, error, input, output or thinking,
+and filters in the form key:value (tool:NAME type:TYPE status:REASON since:24h
+model:NAME tag:TAG min_duration:D max_duration:D has:errors). The flags add
+filters. Each hit shows the trace, the record, the field and a snippet with
+the match in [brackets].`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := c.Query(args, nowFunc())
+			if err != nil {
+				return err
+			}
+			q.Limit, q.Cursor = limit, cursor
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				res, err := st.Search(ctx, q)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					if res.Hits == nil {
+						res.Hits = []store.Hit{}
+					}
+					return tracesview.WriteJSON(out, res)
+				}
+				if len(res.Hits) == 0 {
+					fmt.Fprintln(out, "no matches")
+					return nil
+				}
+				if err := tracesview.Hits(out, res.Hits, q); err != nil {
+					return err
+				}
+				if res.Next != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", res.Next)
+				}
+				return nil
+			})
+		},
+	}
+	criteriaFlags(cmd, &c, true)
+	cmd.Flags().IntVar(&limit, "limit", 50, "hits per page")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous page's cursor")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTracesRmCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rm ID...",
+		Short: "Delete traces (IDs may be unique prefixes)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				ids := make([]trace.TraceID, 0, len(args))
+				for _, a := range args {
+					id, err := tracesview.Resolve(ctx, st, a)
+					if err != nil {
+						return err
+					}
+					ids = append(ids, id)
+				}
+				n, err := st.Delete(ctx, ids...)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return tracesview.WriteJSON(cmd.OutOrStdout(), map[string]any{"deleted": n, "traces": ids})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted %d traces\n", n)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTracesPruneCmd() *cobra.Command {
+	var (
+		p      store.PrunePolicy
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "prune (--older-than D | --keep N)",
+		Short: "Delete old traces by age or count",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if p.OlderThan <= 0 && p.KeepNewest <= 0 {
+				return errors.New("say what to prune: --older-than 720h and/or --keep 1000")
+			}
+			p.Now = nowFunc()
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				res, err := st.Prune(ctx, p)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if res.Traces == nil {
+						res.Traces = []trace.TraceID{}
+					}
+					return tracesview.WriteJSON(cmd.OutOrStdout(), res)
+				}
+				return tracesview.PruneReport(cmd.OutOrStdout(), res)
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&p.OlderThan, "older-than", 0, "delete traces that started longer ago than this")
+	cmd.Flags().IntVar(&p.KeepNewest, "keep", 0, "keep only this many newest traces")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTracesExportCmd() *cobra.Command {
+	var (
+		c   tracesview.Criteria
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "export [ID...]",
+		Short: "Write the records of traces as Loupe JSON lines",
+		Long:  "Write the records of the given traces (or of all traces matching the filters) as Loupe JSON lines, trace by trace, streaming.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := c.Filter(nowFunc())
+			if err != nil {
+				return err
+			}
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				for _, a := range args {
+					id, err := tracesview.Resolve(ctx, st, a)
+					if err != nil {
+						return err
+					}
+					f.IDs = append(f.IDs, id)
+				}
+				if out == "" || out == "-" {
+					_, err := tracesview.Export(ctx, cmd.OutOrStdout(), st, f)
+					return err
+				}
+				file, err := os.Create(out)
+				if err != nil {
+					return err
+				}
+				n, err := tracesview.Export(ctx, file, st, f)
+				if cerr := file.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d records to %s\n", n, out)
+				return nil
+			})
+		},
+	}
+	criteriaFlags(cmd, &c, false)
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of standard output")
+	return cmd
+}
+
+func newTracesImportCmd() *cobra.Command {
+	var (
+		format string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Import trace files (Loupe JSONL, AgentV, omni, Fragola OpenTelemetry)",
+		Long: `Import trace files into the store. --format auto (the default) tells the
+format from the content; loupe, agentv, agentv-results, omni and fragola pick
+one. Importing a file twice stores its records once. A bad file is reported
+with its file:line and field; the records before the problem are kept, the
+other files are imported, and the command exits non-zero.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := traceio.ParseFormat(format)
+			if err != nil {
+				return err
+			}
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				out := cmd.OutOrStdout()
+				var results []tracesview.ImportResult
+				failed := 0
+				for _, path := range args {
+					r := tracesview.Import(ctx, st, path, f)
+					results = append(results, r)
+					if r.Err != nil {
+						failed++
+						fmt.Fprintln(cmd.ErrOrStderr(), "loupe:", r.Err)
+					}
+					if !asJSON {
+						fmt.Fprintf(out, "%s: %s, %d records in %d traces (%d new)\n", path, r.Format, r.Records, r.Traces, r.Added)
+					}
+				}
+				if asJSON {
+					if err := tracesview.WriteJSON(out, results); err != nil {
+						return err
+					}
+				}
+				if failed > 0 {
+					return fmt.Errorf("%d of %d files failed to import: %w", failed, len(args), tracesview.ErrSome)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "auto", "auto, loupe, agentv, agentv-results, omni or fragola")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

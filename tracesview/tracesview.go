@@ -1,0 +1,463 @@
+// Package tracesview is what `loupe traces` does, apart from flag parsing:
+// it lists, shows, searches, imports and exports the traces of a
+// store.Store and renders them for people (tables, span trees, search hits
+// with the match bracketed) and machines (JSON, JSON lines).
+//
+// Functions here write to an io.Writer and take a store.Store opened by
+// the caller; they hold no state and are safe for concurrent use as far as
+// the Store is.
+package tracesview
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/loupe-dev/loupe/export/console"
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
+	"github.com/loupe-dev/loupe/traceio"
+)
+
+// Criteria are the trace filters the commands take as flags. The zero
+// value selects every trace. Since and Until are a duration before now
+// (90m, 24h, 7d) or a time (2006-01-02, RFC 3339).
+type Criteria struct {
+	Name, Status, Since, Until, Model, Tool string
+	Tags                                    []string
+	Errors                                  bool
+	MinDuration, MaxDuration                time.Duration
+	Types                                   []string // record types (search only)
+}
+
+// Query builds a store.Query from free-text terms (in the syntax of
+// store.ParseQuery, filters included) and c, relative to now. Terms and
+// flags combine: both must hold.
+func (c Criteria) Query(terms []string, now time.Time) (store.Query, error) {
+	parts := slices.Clone(terms)
+	add := func(key, v string) {
+		if v != "" {
+			parts = append(parts, key+":"+quote(v))
+		}
+	}
+	add("name", c.Name)
+	add("status", c.Status)
+	add("since", c.Since)
+	add("until", c.Until)
+	add("model", c.Model)
+	add("tool", c.Tool)
+	for _, t := range c.Tags {
+		add("tag", t)
+	}
+	for _, t := range c.Types {
+		add("type", t)
+	}
+	if c.Errors {
+		add("has", "errors")
+	}
+	if c.MinDuration > 0 {
+		add("min_duration", c.MinDuration.String())
+	}
+	if c.MaxDuration > 0 {
+		add("max_duration", c.MaxDuration.String())
+	}
+	return store.ParseQueryAt(strings.Join(parts, " "), now)
+}
+
+// Filter is Query without free text.
+func (c Criteria) Filter(now time.Time) (store.Filter, error) {
+	q, err := c.Query(nil, now)
+	return q.Filter, err
+}
+
+// quote writes v so that store.ParseQuery reads it back as one value.
+func quote(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\"\\") {
+		return v
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+}
+
+// Table writes trace summaries as an aligned table, one trace per line:
+// id (first 12 hex digits, enough to name it), name, start (UTC),
+// duration, status, steps (iterations, or model calls for runs without an
+// iteration loop), tool calls, tokens (in/out), cost and errors.
+func Table(w io.Writer, sums []store.Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSTARTED\tDURATION\tSTATUS\tSTEPS\tTOOLS\tTOKENS\tCOST\tERRORS")
+	for i := range sums {
+		s := &sums[i]
+		steps := s.Iterations
+		if steps == 0 {
+			steps = s.ModelCalls
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\n",
+			s.ID.String()[:12], orDash(s.Name), s.Started.UTC().Format("2006-01-02 15:04:05"),
+			console.Duration(s.Duration), s.Status, steps, s.ToolCalls,
+			tokens(s.InputTokens, s.OutputTokens), cost(s.CostUSD), s.Errors)
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func tokens(in, out int64) string {
+	if in == 0 && out == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(in, 10) + "/" + strconv.FormatInt(out, 10)
+}
+
+func cost(usd float64) string {
+	if usd == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("$%.4f", usd)
+}
+
+// ShowOptions control Show.
+type ShowOptions struct {
+	IO    bool // print each span's input, output and thinking
+	MaxIO int  // bound on each printed value (0: console's default; negative: none)
+}
+
+// Show writes one trace for people: a header (name, status, start,
+// duration, tags, error), the span tree with durations, tokens, cost and
+// errors (printed by export/console), and the memory pool: parameters,
+// globals, and each memory key's history with the step that wrote each
+// value.
+func Show(w io.Writer, t *store.Trace, o ShowOptions) error {
+	bw := bufio.NewWriter(w)
+	s := &t.Summary
+	fmt.Fprintf(bw, "%s  %s  %s  started %s  took %s\n", s.ID, orDash(s.Name), s.Status,
+		s.Started.UTC().Format(time.RFC3339Nano), console.Duration(s.Duration))
+	if len(s.Tags) > 0 {
+		fmt.Fprintf(bw, "tags: %s\n", strings.Join(s.Tags, " "))
+	}
+	for i := range t.Records {
+		if r := &t.Records[i]; r.Type == trace.TypeRunEnd && r.Depth == 0 && r.Error != "" {
+			fmt.Fprintf(bw, "error: %s\n", oneLine(r.Error, 500))
+		}
+	}
+	if err := console.Tree(bw, t.Records, console.Options{IO: o.IO, MaxIO: o.MaxIO}); err != nil {
+		return err
+	}
+	writeMemory(bw, t)
+	return bw.Flush()
+}
+
+// writeMemory prints the memory pool, keys sorted.
+func writeMemory(w io.Writer, t *store.Trace) {
+	m := &t.Memory
+	if len(m.Params) == 0 && len(m.Globals) == 0 && len(m.History) == 0 {
+		return
+	}
+	bySeq := map[uint64]*trace.Record{}
+	spanName := map[trace.SpanID]string{}
+	for i := range t.Records {
+		r := &t.Records[i]
+		bySeq[r.Seq] = r
+		if _, ok := spanName[r.SpanID]; !ok || spanName[r.SpanID] == "" {
+			spanName[r.SpanID] = r.Name
+		}
+	}
+	fmt.Fprintln(w, "memory pool:")
+	for _, scope := range []struct {
+		label string
+		vals  map[string]trace.Value
+	}{{"param", m.Params}, {"global", m.Globals}} {
+		for _, k := range sortedKeys(scope.vals) {
+			fmt.Fprintf(w, "  %s %s = %s\n", scope.label, k, oneLine(scope.vals[k].String(), 200))
+		}
+	}
+	for _, k := range sortedKeys(m.History) {
+		fmt.Fprintf(w, "  memory %s (%d writes)\n", k, len(m.History[k]))
+		for _, wr := range m.History[k] {
+			by := ""
+			if r := bySeq[wr.Seq]; r != nil && !r.ParentID.IsZero() {
+				by = " by " + orDash(spanName[r.ParentID])
+			}
+			fmt.Fprintf(w, "    step %d%s (seq %d): %s\n", wr.Step, by, wr.Seq, oneLine(wr.Value.String(), 200))
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// oneLine flattens s to one line of at most n bytes (plus a marker).
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(s) > n {
+		cut := n
+		for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	}
+	return s
+}
+
+// TraceJSON is the whole trace as `loupe traces show --json` prints it.
+type TraceJSON struct {
+	Summary store.Summary  `json:"summary"`
+	Stats   trace.Stats    `json:"stats"`
+	Memory  store.Memory   `json:"memory"`
+	Spans   []*store.Span  `json:"spans"`
+	Records []trace.Record `json:"records"`
+}
+
+// WriteJSON writes v as indented JSON followed by a newline.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Hits writes search hits, one per line: the trace (id prefix and name),
+// the record (seq, type, name), the field that matched and a snippet in
+// which each query word and phrase is [bracketed].
+func Hits(w io.Writer, hits []store.Hit, q store.Query) error {
+	bw := bufio.NewWriter(w)
+	for _, h := range hits {
+		fmt.Fprintf(bw, "%s %s  #%d %s", h.TraceID.String()[:12], orDash(h.TraceName), h.Seq, h.Type)
+		if h.Name != "" {
+			fmt.Fprintf(bw, " %s", h.Name)
+		}
+		if h.Field != "" {
+			fmt.Fprintf(bw, "  %s: %s", h.Field, Highlight(oneLine(h.Snippet, 400), q))
+		}
+		fmt.Fprintln(bw)
+	}
+	return bw.Flush()
+}
+
+// Highlight brackets each case-insensitive occurrence of q's words (as
+// whole words) and phrases in s.
+func Highlight(s string, q store.Query) string {
+	terms := append(slices.Clone(q.Phrases), q.Words...)
+	if len(terms) == 0 {
+		return s
+	}
+	lower := asciiLower(s)         // same length as s, so offsets carry over
+	mark := make([]bool, len(s)+1) // mark[i]: a match covers byte i
+	for _, t := range terms {
+		t = asciiLower(t)
+		if t == "" {
+			continue
+		}
+		for i := 0; i+len(t) <= len(lower); {
+			j := strings.Index(lower[i:], t)
+			if j < 0 {
+				break
+			}
+			a, b := i+j, i+j+len(t)
+			if isWordBoundary(lower, a, b) {
+				for k := a; k < b; k++ {
+					mark[k] = true
+				}
+			}
+			i = a + 1
+		}
+	}
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if mark[i] && (i == 0 || !mark[i-1]) {
+			out.WriteByte('[')
+		}
+		out.WriteByte(s[i])
+		if mark[i] && !mark[i+1] {
+			out.WriteByte(']')
+		}
+	}
+	return out.String()
+}
+
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func isWordBoundary(s string, a, b int) bool {
+	word := func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+	}
+	return (a == 0 || !word(s[a-1])) && (b == len(s) || !word(s[b]))
+}
+
+// Resolve returns the trace whose id is s or starts with s (at least 4 hex
+// digits). An unknown or ambiguous prefix is an error saying so.
+func Resolve(ctx context.Context, st store.Store, s string) (trace.TraceID, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if id, err := trace.ParseTraceID(s); err == nil {
+		return id, nil
+	}
+	if len(s) < 4 || len(s) > 32 {
+		return trace.TraceID{}, fmt.Errorf("trace id %q: want 4 to 32 hex digits", s)
+	}
+	if _, err := hex.DecodeString(s[:len(s)&^1]); err != nil {
+		return trace.TraceID{}, fmt.Errorf("trace id %q: not hex", s)
+	}
+	var found []trace.TraceID
+	q := store.ListQuery{Limit: store.MaxLimit}
+	for {
+		page, err := st.List(ctx, q)
+		if err != nil {
+			return trace.TraceID{}, err
+		}
+		for _, sum := range page.Traces {
+			if strings.HasPrefix(sum.ID.String(), s) {
+				found = append(found, sum.ID)
+			}
+		}
+		if page.Next == "" || len(found) > 1 {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	switch len(found) {
+	case 0:
+		return trace.TraceID{}, fmt.Errorf("no trace id starts with %s: %w", s, store.ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	return trace.TraceID{}, fmt.Errorf("trace id prefix %s is ambiguous (%s, %s, …); give more digits", s, found[0], found[1])
+}
+
+// ImportResult reports one imported file.
+type ImportResult struct {
+	File    string         `json:"file"`
+	Format  traceio.Format `json:"format"`
+	Records int            `json:"records"` // records read from the file
+	Added   int            `json:"added"`   // of which new to the store
+	Traces  int            `json:"traces"`  // distinct traces read
+	Err     error          `json:"-"`       // the first problem; what was read before it is stored
+	Error   string         `json:"error,omitempty"`
+}
+
+// importBatch is how many records Import appends at a time.
+const importBatch = 1000
+
+// Import reads the trace file at path in format f (traceio.FormatAuto to
+// detect it) and appends its records to st in batches. On a bad record it
+// stops, keeps what was read before it (stored), and reports the error in
+// the result, naming file, line and field.
+func Import(ctx context.Context, st store.Store, path string, f traceio.Format) ImportResult {
+	res := ImportResult{File: path, Format: f}
+	fail := func(err error) ImportResult {
+		res.Err, res.Error = err, err.Error()
+		return res
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return fail(err)
+	}
+	defer file.Close()
+	if f == traceio.FormatAuto || f == "" {
+		head := make([]byte, 64<<10)
+		n, _ := io.ReadFull(file, head)
+		if res.Format, err = traceio.Detect(head[:n]); err != nil {
+			return fail(&traceio.Error{File: path, Err: err})
+		}
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return fail(err)
+		}
+	}
+	seen := map[trace.TraceID]bool{}
+	batch := make([]trace.Record, 0, importBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		n, err := st.Append(ctx, batch)
+		res.Added += n
+		batch = batch[:0]
+		return err
+	}
+	var readErr error
+	for rec, err := range traceio.Read(file, path, res.Format) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		res.Records++
+		if !seen[rec.TraceID] {
+			seen[rec.TraceID] = true
+			res.Traces++
+		}
+		if batch = append(batch, rec); len(batch) == importBatch {
+			if err := flush(); err != nil {
+				return fail(fmt.Errorf("%s: storing records: %w", path, err))
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return fail(fmt.Errorf("%s: storing records: %w", path, err))
+	}
+	if readErr != nil {
+		return fail(readErr)
+	}
+	return res
+}
+
+// Export writes the records of the traces matching f to w as Loupe JSON
+// lines, streaming them from the store, and returns how many it wrote.
+func Export(ctx context.Context, w io.Writer, st store.Store, f store.Filter) (int, error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	buf := make([]byte, 0, 1024)
+	n := 0
+	for r, err := range st.Export(ctx, f) {
+		if err != nil {
+			bw.Flush()
+			return n, err
+		}
+		buf = r.AppendJSON(buf[:0])
+		buf = append(buf, '\n')
+		if _, err := bw.Write(buf); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, bw.Flush()
+}
+
+// PruneReport writes what Prune removed.
+func PruneReport(w io.Writer, r store.PruneResult) error {
+	_, err := fmt.Fprintf(w, "removed %d traces (%d records)\n", len(r.Traces), r.Records)
+	for _, id := range r.Traces {
+		if err == nil {
+			_, err = fmt.Fprintln(w, "  "+id.String())
+		}
+	}
+	return err
+}
+
+// ErrSome reports that some of several inputs failed (the others were
+// processed); the details were printed per input.
+var ErrSome = errors.New("some inputs failed")
