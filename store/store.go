@@ -50,8 +50,9 @@ type Store interface {
 	// start) first, one page at a time.
 	List(ctx context.Context, q ListQuery) (ListPage, error)
 
-	// Search returns the records matching q's text and filters, newest
-	// first, each hit saying where the text matched.
+	// Search returns the records matching q's text and filters, most
+	// recently stored first (for records appended as they happen, newest
+	// first), each hit saying where the text matched.
 	Search(ctx context.Context, q Query) (SearchPage, error)
 
 	// Export yields every record of the traces matching f, trace by trace

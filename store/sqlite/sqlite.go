@@ -83,15 +83,16 @@ var migrations = []string{
 		doc BLOB NOT NULL,
 		UNIQUE (trace_id, seq)
 	);
-	CREATE INDEX records_ts ON records (ts);
-	CREATE INDEX records_type_ts ON records (type, ts);
+	CREATE INDEX records_type ON records (type, id);
 	CREATE VIRTUAL TABLE records_fts USING fts5 (name, error, input, output, thinking, content='', contentless_delete=1);`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.
 type Store struct {
 	sqlstore.DB
-	wmu sync.Mutex // serializes this process's write transactions
+	wmu   sync.Mutex           // serializes this process's write transactions; guards the fields below
+	wconn *sql.Conn            // the connection Append writes on, with its statements prepared once
+	stmts map[string]*sql.Stmt // prepared on wconn, by SQL text
 }
 
 var _ store.Store = (*Store)(nil)
@@ -118,7 +119,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 		}
 	}
-	conn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	conn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)&_txlock=immediate"
 	db, err := sql.Open("sqlite", conn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
@@ -133,6 +134,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.wconn, err = db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	s.stmts = map[string]*sql.Stmt{}
 	return s, nil
 }
 
@@ -197,55 +204,126 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	tx, err := s.SQL.BeginTx(ctx, nil)
+	if s.wconn == nil {
+		return 0, fmt.Errorf("append to %s: store is closed", s.Name)
+	}
+	// The transaction is driven by hand on the write connection so that
+	// its statements, prepared once, are reused (database/sql's Tx would
+	// prepare them again in every transaction).
+	stmt := func(q string) (*sql.Stmt, error) {
+		st := s.stmts[q]
+		if st == nil {
+			var err error
+			if st, err = s.wconn.PrepareContext(ctx, q); err != nil {
+				return nil, err
+			}
+			s.stmts[q] = st
+		}
+		return st, nil
+	}
+	begin, err := stmt("BEGIN IMMEDIATE")
 	if err != nil {
 		return 0, fmt.Errorf("append to %s: %w", s.Name, err)
 	}
-	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, "INSERT INTO records (trace_id, seq, ts, type, doc) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
-	if err != nil {
-		return 0, err
+	if _, err := begin.ExecContext(ctx); err != nil {
+		return 0, fmt.Errorf("append to %s: begin: %w", s.Name, err)
 	}
-	defer ins.Close()
-	fts, err := tx.PrepareContext(ctx, "INSERT INTO records_fts (rowid, name, error, input, output, thinking) VALUES (?, ?, ?, ?, ?, ?)")
-	if err != nil {
-		return 0, err
-	}
-	defer fts.Close()
+	committed := false
+	defer func() {
+		if !committed {
+			// A background context: the rollback must happen even if ctx is done.
+			s.wconn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	// Rows go in multi-row statements of up to insertChunk records:
+	// per-statement overhead, not SQLite, dominates single-row inserts.
+	// RETURNING names the rows actually inserted (not already stored).
 	added := make([]*trace.Record, 0, len(recs))
 	var buf []byte
-	for i := range recs {
-		r := &recs[i]
-		buf = r.AppendJSON(buf[:0])
-		res, err := ins.ExecContext(ctx, r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), buf)
-		if err != nil {
-			return 0, fmt.Errorf("append to %s: record %d (trace %s seq %d): %w", s.Name, i, r.TraceID, r.Seq, err)
+	var args, ftsArgs []any
+	var offs []int
+	idx := make(map[recKey]int, insertChunk)
+	for start := 0; start < len(recs); start += insertChunk {
+		part := recs[start:min(start+insertChunk, len(recs))]
+		buf, offs = buf[:0], offs[:0]
+		for i := range part {
+			offs = append(offs, len(buf))
+			buf = part[i].AppendJSON(buf)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			continue // already stored
+		offs = append(offs, len(buf))
+		args = args[:0]
+		clear(idx)
+		for i := range part {
+			r := &part[i]
+			args = append(args, r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), buf[offs[i]:offs[i+1]])
+			if _, dup := idx[recKey{r.TraceID, r.Seq}]; !dup {
+				idx[recKey{r.TraceID, r.Seq}] = i
+			}
 		}
-		id, err := res.LastInsertId()
+		ins, err := stmt(multiRow("INSERT INTO records (trace_id, seq, ts, type, doc) VALUES ", 5, len(part), " ON CONFLICT DO NOTHING RETURNING id, trace_id, seq"))
 		if err != nil {
 			return 0, err
 		}
-		added = append(added, r)
-		f := sqlstore.TextFields(r)
-		if _, err := fts.ExecContext(ctx, id, f[0].Text, f[1].Text, f[2].Text, f[3].Text, f[4].Text); err != nil {
-			return 0, fmt.Errorf("append to %s: index record %d: %w", s.Name, i, err)
+		rows, err := ins.QueryContext(ctx, args...)
+		if err != nil {
+			return 0, fmt.Errorf("append to %s: records %d-%d: %w", s.Name, start, start+len(part)-1, err)
+		}
+		ftsArgs = ftsArgs[:0]
+		n := 0
+		for rows.Next() {
+			var id, seq int64
+			var tid []byte
+			if err := rows.Scan(&id, &tid, &seq); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			r := &part[idx[recKey{trace.TraceID(tid), uint64(seq)}]]
+			added = append(added, r)
+			f := sqlstore.TextFields(r)
+			ftsArgs = append(ftsArgs, id, f[0].Text, f[1].Text, f[2].Text, f[3].Text, f[4].Text)
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, fmt.Errorf("append to %s: %w", s.Name, err)
+		}
+		if n == 0 {
+			continue
+		}
+		fts, err := stmt(multiRow("INSERT INTO records_fts (rowid, name, error, input, output, thinking) VALUES ", 6, n, ""))
+		if err != nil {
+			return 0, err
+		}
+		if _, err := fts.ExecContext(ctx, ftsArgs...); err != nil {
+			return 0, fmt.Errorf("append to %s: index records: %w", s.Name, err)
 		}
 	}
+	commit := func() error {
+		st, err := stmt("COMMIT")
+		if err == nil {
+			_, err = st.ExecContext(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("append to %s: commit: %w", s.Name, err)
+		}
+		committed = true
+		return nil
+	}
 	if len(added) == 0 {
-		return 0, nil
+		return 0, commit()
 	}
 	exec := func(ctx context.Context, q string, args ...any) error {
-		_, err := tx.ExecContext(ctx, q, args...)
+		st, err := stmt(q)
+		if err == nil {
+			_, err = st.ExecContext(ctx, args...)
+		}
 		return err
 	}
 	if err := s.D.ApplyDeltas(ctx, exec, sqlstore.Deltas(added)); err != nil {
 		return 0, fmt.Errorf("append to %s: %w", s.Name, err)
 	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("append to %s: commit: %w", s.Name, err)
+	if err := commit(); err != nil {
+		return 0, err
 	}
 	return len(added), nil
 }
@@ -262,4 +340,42 @@ func (s *Store) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResu
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.DB.Prune(ctx, p)
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	if s.wconn != nil {
+		s.wconn.Close()
+		s.wconn = nil
+	}
+	return s.SQL.Close()
+}
+
+// insertChunk is the most records one INSERT statement carries.
+const insertChunk = 64
+
+type recKey struct {
+	id  trace.TraceID
+	seq uint64
+}
+
+// multiRow returns prefix + rows groups of cols placeholders + suffix.
+func multiRow(prefix string, cols, rows int, suffix string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	group := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(group)
+	}
+	b.WriteString(suffix)
+	return b.String()
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/loupe-dev/loupe/store/storetest"
 )
 
-func open(t *testing.T, path string) *sqlite.Store {
+func open(t testing.TB, path string) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {

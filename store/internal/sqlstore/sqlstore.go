@@ -417,34 +417,31 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		c = append(c, "r.type IN ("+strings.Join(ps, ", ")+")")
 	}
 	if q.Cursor != "" {
-		t, tie, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return store.SearchPage{}, err
+		_, tie, err := decodeCursor(q.Cursor)
+		rid, perr := strconv.ParseInt(tie, 10, 64)
+		if err != nil || perr != nil {
+			return store.SearchPage{}, fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", q.Cursor)
 		}
-		rid, err := strconv.ParseInt(tie, 10, 64)
-		if err != nil {
-			return store.SearchPage{}, fmt.Errorf("invalid page cursor %q", q.Cursor)
-		}
-		c = append(c, "(r.ts < "+b.Arg(t)+" OR (r.ts = "+b.Arg(t)+" AND r.id < "+b.Arg(rid)+"))")
+		c = append(c, "r.id < "+b.Arg(rid))
 	}
 	limit := limitOf(q.Limit)
-	query := "SELECT r.id, r.ts, t.name, r.doc FROM records r JOIN traces t ON t.trace_id = r.trace_id" + where(c) +
-		" ORDER BY r.ts DESC, r.id DESC LIMIT " + b.Arg(limit+1)
+	query := "SELECT r.id, t.name, r.doc FROM records r JOIN traces t ON t.trace_id = r.trace_id" + where(c) +
+		" ORDER BY r.id DESC LIMIT " + b.Arg(limit+1)
 	rows, err := db.SQL.QueryContext(ctx, query, b.Args...)
 	if err != nil {
 		return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 	}
 	defer rows.Close()
 	var page store.SearchPage
-	var lastTS, lastID int64
+	var lastID int64
 	var doc []byte
 	for rows.Next() {
 		if len(page.Hits) == limit {
-			page.Next = encodeCursor(lastTS, strconv.FormatInt(lastID, 10))
+			page.Next = encodeCursor(0, strconv.FormatInt(lastID, 10))
 			break
 		}
 		var h store.Hit
-		if err := rows.Scan(&lastID, &lastTS, &h.TraceName, &doc); err != nil {
+		if err := rows.Scan(&lastID, &h.TraceName, &doc); err != nil {
 			return store.SearchPage{}, err
 		}
 		r, err := trace.DecodeRecord(doc)
@@ -520,15 +517,16 @@ func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggr
 	b := db.D.NewBuilder()
 	w := where(Where(b, &store.Filter{Since: since, Until: until}))
 	a := store.Aggregates{ByModel: map[string]trace.ModelStats{}, ByTool: map[string]store.ToolAggregate{}}
-	row := db.SQL.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(t.records), 0), "+
-		"COALESCE(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END), 0) FROM traces t"+w, b.Args...)
+	row := db.SQL.QueryRowContext(ctx, "SELECT COUNT(*), CAST(COALESCE(SUM(t.records), 0) AS BIGINT), "+
+		"CAST(COALESCE(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END), 0) AS BIGINT) FROM traces t"+w, b.Args...)
 	if err := row.Scan(&a.Traces, &a.Records, &a.ErrorTraces); err != nil {
 		return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
 	}
 	if a.Traces > 0 {
 		a.ErrorRate = float64(a.ErrorTraces) / float64(a.Traces)
 	}
-	rows, err := db.SQL.QueryContext(ctx, "SELECT m.model, SUM(m.calls), SUM(m.errors), SUM(m.input_tokens), SUM(m.output_tokens), SUM(m.cached_tokens), SUM(m.reasoning_tokens), SUM(m.cost) "+
+	rows, err := db.SQL.QueryContext(ctx, "SELECT m.model, CAST(SUM(m.calls) AS BIGINT), CAST(SUM(m.errors) AS BIGINT), CAST(SUM(m.input_tokens) AS BIGINT), CAST(SUM(m.output_tokens) AS BIGINT), "+
+		"CAST(SUM(m.cached_tokens) AS BIGINT), CAST(SUM(m.reasoning_tokens) AS BIGINT), SUM(m.cost) "+
 		"FROM trace_models m JOIN traces t ON t.trace_id = m.trace_id"+w+" GROUP BY m.model", b.Args...)
 	if err != nil {
 		return a, err
@@ -543,7 +541,7 @@ func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggr
 		a.ByModel[name] = m
 	}
 	rows.Close()
-	rows, err = db.SQL.QueryContext(ctx, "SELECT o.tool, SUM(o.calls), SUM(o.errors), SUM(o.total_ns) "+
+	rows, err = db.SQL.QueryContext(ctx, "SELECT o.tool, CAST(SUM(o.calls) AS BIGINT), CAST(SUM(o.errors) AS BIGINT), CAST(SUM(o.total_ns) AS BIGINT) "+
 		"FROM trace_tools o JOIN traces t ON t.trace_id = o.trace_id"+w+" GROUP BY o.tool", b.Args...)
 	if err != nil {
 		return a, err
