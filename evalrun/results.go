@@ -1,10 +1,13 @@
 package evalrun
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/loupe-dev/loupe/store"
@@ -80,9 +83,9 @@ func Save(ctx context.Context, st store.Store, rep *Report, now func() time.Time
 // it.
 type StoredResult struct {
 	// Eval is the id of the evaluation's results trace.
-	Eval trace.TraceID
+	Eval trace.TraceID `json:"eval"`
 	// Row is the case's result row.
-	Row Row
+	Row Row `json:"row"`
 }
 
 // ResultsFor returns the stored evaluation results of trace id, newest
@@ -124,4 +127,21 @@ func ResultsFor(ctx context.Context, st store.Store, id trace.TraceID) ([]Stored
 		}
 		q.Cursor = page.Next
 	}
+}
+
+// WriteStoredResults renders a run's grades for `loupe traces show`: one
+// line per stored result, newest evaluation first, naming the evaluation
+// trace so that it can be shown too. It writes nothing when there are none.
+func WriteStoredResults(w io.Writer, results []StoredResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "\nEvaluations (%d):\n", len(results))
+	for _, r := range results {
+		fmt.Fprintf(bw, "  %-5s %s  score %.2f (threshold %.2f, mode %s)  %s  eval %s  %s\n",
+			strings.ToUpper(string(r.Row.Verdict)), r.Row.TestID, r.Row.Score, r.Row.Threshold, r.Row.Mode,
+			r.Row.EvalFile, r.Eval, r.Row.Timestamp.Format(time.RFC3339))
+	}
+	return bw.Flush()
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/store"
-	_ "github.com/loupe-dev/loupe/store/sqlite" // the default store backend
 )
 
 func newEvalCmd() *cobra.Command {
@@ -53,7 +52,7 @@ run (a bad file, a target that failed).`,
 				cfg.Selection.Filter.Since = q.Since
 			}
 			cfg.Selection.Filter.Tags = tags
-			cfg.DB = dbFlag(cmd)
+			cfg.DB = dbDSN(cmd)
 			cfg.StderrIsTerminal = term.IsTerminal(int(os.Stderr.Fd()))
 			code, err := evalrun.Execute(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			switch {
@@ -92,13 +91,4 @@ run (a bad file, a target that failed).`,
 	f.StringVar(&cfg.JUnit, "junit", "", "write a JUnit XML report to this file")
 	f.BoolVar(&cfg.NoStore, "no-store", false, "do not store the results and graded runs")
 	return cmd
-}
-
-// dbFlag returns the store DSN: the root's --db flag when it exists and was
-// set, else $LOUPE_DB ("" means the default store).
-func dbFlag(cmd *cobra.Command) string {
-	if f := cmd.Flags().Lookup("db"); f != nil && f.Changed {
-		return f.Value.String()
-	}
-	return os.Getenv("LOUPE_DB")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,5 +97,24 @@ func TestEvalCommand(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(tmp, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}
+	}
+	// traces show links a graded run to its results.
+	b, err := os.ReadFile(filepath.Join(tmp, "r.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row struct {
+		TraceID string `json:"trace_id"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &row); err != nil || row.TraceID == "" {
+		t.Fatalf("first row: %v %q", err, row.TraceID)
+	}
+	code, stdout, stderr := runLoupe(t, "traces", "show", row.TraceID)
+	if code != 0 || !strings.Contains(stdout, "Evaluations (1):") || !strings.Contains(stdout, "PASS  research-in-order  score 1.00") {
+		t.Errorf("traces show: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runLoupe(t, "traces", "show", "--json", row.TraceID)
+	if code != 0 || !strings.Contains(stdout, `"evaluations"`) || !strings.Contains(stdout, `"test_id": "research-in-order"`) {
+		t.Errorf("traces show --json: exit %d\n%s", code, stdout)
 	}
 }
