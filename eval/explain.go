@@ -41,7 +41,11 @@ func (a AssertionResult) explain() string {
 	if a.Negated {
 		title += " [negated]"
 	}
-	fmt.Fprintf(&b, "  [%s] %s score %.3f weight %g at line %d\n", mark, title, a.Score, a.Weight, a.Pos.Line)
+	fmt.Fprintf(&b, "  [%s] %s score %.3f weight %g", mark, title, a.Score, a.Weight)
+	if a.Pos.Line > 0 { // assertions built in Go (tracetest) have no file position
+		fmt.Fprintf(&b, " at line %d", a.Pos.Line)
+	}
+	b.WriteString("\n")
 	if a.Verdict == Skip {
 		fmt.Fprintf(&b, "      skipped: %s\n", a.Reason)
 		return b.String()

@@ -140,7 +140,13 @@ func inOrderBest(s *TrajectorySpec, calls []ToolCall) *seqResult {
 			continue
 		}
 		r.near[i] = nearest(e, calls, r.match)
-		r.check(false, "expected %s (item %d): no call in order%s", e.Tool, i, nearNote(r.near[i]))
+		note := nearNote(r.near[i])
+		if j := r.near[i]; j >= 0 && compatible(e, s.ArgsMatch, calls[j]) {
+			// The call is right but placing it would break the order of
+			// the calls already matched.
+			note = fmt.Sprintf("; call at position %d matches but is out of order", j)
+		}
+		r.check(false, "expected %s (item %d): no call in order%s", e.Tool, i, note)
 	}
 	return r
 }

@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
 	addDBFlag(root)
 	root.AddCommand(
 		newVersionCmd(),
+		newEvalCmd(),
 		newDemoCmd(),
 		newTracesCmd(),
 	)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/store"
 	_ "github.com/loupe-dev/loupe/store/sqlite" // registers the default backend
 	"github.com/loupe-dev/loupe/trace"
@@ -159,11 +160,22 @@ func newTracesShowCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return tracesview.WriteJSON(cmd.OutOrStdout(), tracesview.TraceJSON{
-						Summary: t.Summary, Stats: t.Stats, Memory: t.Memory, Spans: t.Spans, Records: t.Records})
+				// The run's grades, from evaluations stored by loupe eval.
+				evals, err := evalrun.ResultsFor(ctx, st, id)
+				if err != nil {
+					return err
 				}
-				return tracesview.Show(cmd.OutOrStdout(), t, o)
+				if asJSON {
+					return tracesview.WriteJSON(cmd.OutOrStdout(), struct {
+						tracesview.TraceJSON
+						Evaluations []evalrun.StoredResult `json:"evaluations,omitempty"`
+					}{tracesview.TraceJSON{
+						Summary: t.Summary, Stats: t.Stats, Memory: t.Memory, Spans: t.Spans, Records: t.Records}, evals})
+				}
+				if err := tracesview.Show(cmd.OutOrStdout(), t, o); err != nil {
+					return err
+				}
+				return evalrun.WriteStoredResults(cmd.OutOrStdout(), evals)
 			})
 		},
 	}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/loupe-dev/loupe/evalrun"
+	"github.com/loupe-dev/loupe/store"
+)
+
+func newEvalCmd() *cobra.Command {
+	var cfg evalrun.Config
+	var since string
+	var tags []string
+	cmd := &cobra.Command{
+		Use:   "eval FILE…",
+		Short: "Grade agent runs against AgentV eval files",
+		Long: `Grade agent runs against AgentV eval files (both the original evalcases
+format and the current tests/assertions format).
+
+What is graded is chosen with exactly one of:
+  --command CMD      run CMD per case; it prints an AgentV trace {"text", "trace"}
+                     (the case input is in {{input}}, $LOUPE_EVAL_INPUT and stdin)
+  --transcript FILE  AgentV transcript JSONL (runs map to cases by test id, else by position)
+  --trace FILE       trace files in any format loupe reads (Loupe, AgentV, omni, OTel JSONL)
+  --from-store       traces already in the store, selected by --name/--tag/--since/--limit
+  --script FILE|DIR  run an agent per case whose model plays a script (offline, deterministic)
+
+Recorded runs are paired with cases by name (run name or tag case:<id> equal to
+the case id), else one run is graded against every case, else by position.
+
+Exit status: 0 every case passed, 1 a case failed, 2 the evaluation could not
+run (a bad file, a target that failed).`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &exitError{code: evalrun.ExitNotGraded, err: errors.New("no eval file given: loupe eval FILE… [--command CMD | --transcript F | --trace F | --from-store | --script F]")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Files = args
+			if since != "" {
+				q, err := store.ParseQuery("since:" + since)
+				if err != nil {
+					return &exitError{code: evalrun.ExitNotGraded, err: fmt.Errorf("--since: %w", err)}
+				}
+				cfg.Selection.Filter.Since = q.Since
+			}
+			cfg.Selection.Filter.Tags = tags
+			cfg.DB = dbDSN(cmd)
+			cfg.StderrIsTerminal = term.IsTerminal(int(os.Stderr.Fd()))
+			code, err := evalrun.Execute(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			switch {
+			case err != nil:
+				return &exitError{code: code, err: err}
+			case code == evalrun.ExitFail:
+				return &exitError{code: code, err: errors.New("evaluation failed: a case scored below the threshold")}
+			case code != 0:
+				return &exitError{code: code, err: errors.New("evaluation incomplete: a case could not be run")}
+			}
+			return nil
+		},
+	}
+	// A bad flag means the evaluation could not run: status 2, not 1.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: evalrun.ExitNotGraded, err: err}
+	})
+	f := cmd.Flags()
+	f.StringVar(&cfg.Command, "command", "", "shell command run per case, printing an AgentV trace")
+	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "time limit of one run of --command or --script")
+	f.StringSliceVar(&cfg.Transcripts, "transcript", nil, "AgentV transcript JSONL file(s) to grade")
+	f.StringSliceVar(&cfg.Traces, "trace", nil, "trace file(s) to grade, any format loupe reads")
+	f.StringVar(&cfg.TraceFormat, "trace-format", "auto", "format of the --trace files: auto, loupe, agentv, agentv-results, omni, fragola")
+	f.StringVar(&cfg.Script, "script", "", "run a scripted-model agent per case: a script file, or a directory of <case id>.yaml scripts")
+	f.BoolVar(&cfg.FromStore, "from-store", false, "grade traces already in the store")
+	f.StringVar(&cfg.Selection.Filter.Name, "name", "", "with --from-store: root run name")
+	f.StringSliceVar(&tags, "tag", nil, "with --from-store: required tag (repeatable)")
+	f.StringVar(&since, "since", "", "with --from-store: started within this duration (24h, 7d) or since this date")
+	f.IntVar(&cfg.Selection.Limit, "limit", 0, "with --from-store: only the newest N traces (0: all)")
+	f.Float64Var(&cfg.Threshold, "threshold", 0, "pass mark of a case score in (0,1] (default 0.8)")
+	f.StringVar(&cfg.Compat, "compat", "", "scoring semantics: agentv (AgentV 4.42.4) or loupe (default)")
+	f.IntVar(&cfg.Workers, "workers", 1, "cases run and graded at once")
+	f.BoolVar(&cfg.Progress, "progress", false, "show a progress bar on standard error even when it is not a terminal")
+	f.StringVar(&cfg.Out, "out", "", "write AgentV-compatible result rows (JSONL) to this file (- for stdout)")
+	f.BoolVar(&cfg.IncludeTrace, "include-trace", false, "include the full trace in --out rows (may hold private data)")
+	f.StringVar(&cfg.JUnit, "junit", "", "write a JUnit XML report to this file")
+	f.BoolVar(&cfg.NoStore, "no-store", false, "do not store the results and graded runs")
+	return cmd
+}

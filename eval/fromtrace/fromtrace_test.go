@@ -1,0 +1,248 @@
+package fromtrace_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/loupe-dev/loupe/eval"
+	"github.com/loupe-dev/loupe/eval/fromtrace"
+	"github.com/loupe-dev/loupe/trace"
+	"github.com/loupe-dev/loupe/traceio"
+)
+
+// fixedClock advances one second per call, so durations are exact.
+func fixedClock() func() time.Time {
+	t := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	return func() time.Time { t = t.Add(time.Second); return t }
+}
+
+// record runs fn inside a recorded run and returns its records.
+func record(t *testing.T, input string, fn func(ctx context.Context, ec *trace.ExecutionContext)) []trace.Record {
+	t.Helper()
+	tr := trace.New(trace.Options{Now: fixedClock()})
+	ctx, ec := tr.Start(context.Background(), "agent", trace.RunOptions{Input: trace.Text(input)})
+	fn(ctx, ec)
+	ec.End()
+	return ec.Records()
+}
+
+func TestTrajectoryFromRecordedRun(t *testing.T) {
+	recs := record(t, "find go docs", func(ctx context.Context, ec *trace.ExecutionContext) {
+		ec.StartIteration()
+		ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.Text("calling search"),
+			Usage: trace.Usage{InputTokens: 100, OutputTokens: 20, CachedTokens: 10, CostUSD: 0.01}})
+		// Parallel tools: fetch starts first, search ends first.
+		fetch := ec.Start(trace.TypeToolStart, "fetch", trace.JSON(map[string]any{"url": "u"}))
+		search := ec.Start(trace.TypeToolStart, "search", trace.JSON(map[string]any{"q": "go"}))
+		search.End(trace.JSON([]string{"r1"}), nil)
+		fetch.End(nil, errors.New("404"))
+		ec.EndIteration("continue")
+		ec.StartIteration()
+		ec.ToolCall("summarize", trace.Text("all of it"), trace.Text("done"), 2*time.Second, nil)
+		ec.Start(trace.TypeToolStart, "hang", nil) // never ends
+		ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.Text("final"),
+			Usage: trace.Usage{InputTokens: 50, OutputTokens: 5}})
+		ec.EndIteration("terminate")
+		ec.SetResult(trace.JSON(map[string]any{"text": "Go docs are at go.dev"}))
+	})
+	got := fromtrace.Trajectory(recs)
+
+	var names []string
+	for _, c := range got.Calls {
+		names = append(names, c.Name)
+	}
+	if want := []string{"fetch", "search", "summarize", "hang"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("call order = %v, want %v (order of start)", names, want)
+	}
+	fetch, search, sum, hang := got.Calls[0], got.Calls[1], got.Calls[2], got.Calls[3]
+	if fetch.Err != "404" || !reflect.DeepEqual(fetch.Args, map[string]any{"url": "u"}) {
+		t.Errorf("fetch = %+v", fetch)
+	}
+	if search.Err != "" || !reflect.DeepEqual(search.Output, []any{"r1"}) || search.Duration == nil {
+		t.Errorf("search = %+v", search)
+	}
+	if sum.Args != nil || sum.ArgsRaw != "all of it" || sum.Output != "done" || *sum.Duration != 2*time.Second {
+		t.Errorf("summarize = %+v", sum)
+	}
+	if hang.Err != fromtrace.Unfinished {
+		t.Errorf("hang.Err = %q", hang.Err)
+	}
+	if got.Output != "Go docs are at go.dev" {
+		t.Errorf("Output = %q", got.Output)
+	}
+	if got.Usage == nil || *got.Usage != (eval.Usage{Input: 150, Output: 25, Cached: 10}) {
+		t.Errorf("Usage = %+v", got.Usage)
+	}
+	if got.LLMCalls == nil || *got.LLMCalls != 2 || got.CostUSD == nil || *got.CostUSD != 0.01 {
+		t.Errorf("LLMCalls/CostUSD = %v/%v", got.LLMCalls, got.CostUSD)
+	}
+	if got.Duration == nil || *got.Duration <= 0 {
+		t.Errorf("Duration = %v", got.Duration)
+	}
+	if got.Errors != 1 {
+		t.Errorf("Errors = %d, want 1 (the tool.error)", got.Errors)
+	}
+	if got.EventCount != len(recs) {
+		t.Errorf("EventCount = %d, want %d", got.EventCount, len(recs))
+	}
+	wantMsgs := []eval.Message{{Role: "user", Content: "find go docs"}, {Role: "assistant", Content: "Go docs are at go.dev"}}
+	if !reflect.DeepEqual(got.Messages, wantMsgs) {
+		t.Errorf("Messages = %+v", got.Messages)
+	}
+}
+
+func TestTrajectoryOutputFallbacks(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   func(ctx context.Context, ec *trace.ExecutionContext)
+		want string
+		msgs int
+	}{
+		{"assistant message", func(_ context.Context, ec *trace.ExecutionContext) {
+			ec.Message("user", trace.Text("hi"))
+			ec.Message("assistant", trace.Text("hello"))
+			ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.Text("ignored")})
+		}, "hello", 2},
+		{"model output", func(_ context.Context, ec *trace.ExecutionContext) {
+			ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.Text("first")})
+			ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.JSON(map[string]any{"content": "second"})})
+		}, "second", 2},
+		{"nothing", func(context.Context, *trace.ExecutionContext) {}, "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fromtrace.Trajectory(record(t, "q", tt.fn))
+			if got.Output != tt.want || len(got.Messages) != tt.msgs {
+				t.Errorf("Output = %q, %d messages; want %q, %d", got.Output, len(got.Messages), tt.want, tt.msgs)
+			}
+		})
+	}
+}
+
+func TestTrajectoryUnknownsStayNil(t *testing.T) {
+	got := fromtrace.Trajectory(record(t, "q", func(_ context.Context, ec *trace.ExecutionContext) {
+		ec.ToolCall("a", nil, nil, 0, nil)
+	}))
+	if got.Usage != nil || got.LLMCalls != nil || got.CostUSD != nil {
+		t.Errorf("no model calls, but Usage=%v LLMCalls=%v CostUSD=%v", got.Usage, got.LLMCalls, got.CostUSD)
+	}
+	if got.Calls[0].Args != nil || got.Calls[0].ArgsRaw != nil || got.Calls[0].Duration != nil {
+		t.Errorf("call = %+v; nothing was recorded", got.Calls[0])
+	}
+	if z := fromtrace.Trajectory(nil); z.EventCount != 0 || z.Duration != nil || len(z.Calls) != 0 {
+		t.Errorf("Trajectory(nil) = %+v", z)
+	}
+}
+
+func TestTrajectoryUnsortedInput(t *testing.T) {
+	recs := record(t, "q", func(_ context.Context, ec *trace.ExecutionContext) {
+		ec.ToolCall("a", nil, nil, 0, nil)
+		ec.ToolCall("b", nil, nil, 0, nil)
+	})
+	rev := make([]trace.Record, len(recs))
+	for i := range recs {
+		rev[len(recs)-1-i] = recs[i]
+	}
+	got := fromtrace.Trajectory(rev)
+	if got.Calls[0].Name != "a" || got.Calls[1].Name != "b" {
+		t.Errorf("calls = %+v; want a, b (Seq order)", got.Calls)
+	}
+	if rev[0].Type != trace.TypeRunEnd {
+		t.Error("input was reordered")
+	}
+}
+
+// The real AgentV static trace, read by traceio, graded like AgentV does.
+func TestTrajectoryRealStaticTrace(t *testing.T) {
+	recs, _, err := traceio.ReadFile(realFile(t, "agentv/static-trace.json"), traceio.FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fromtrace.Trajectory(recs)
+	var names []string
+	for _, c := range got.Calls {
+		names = append(names, c.Name)
+	}
+	if want := []string{"webSearch", "fetchPage", "webSearch", "summarize"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("calls = %v, want %v", names, want)
+	}
+	if got.Calls[0].Args["num"] != 5.0 || got.Calls[0].Duration == nil || *got.Calls[0].Duration != time.Second {
+		t.Errorf("first call = %+v", got.Calls[0])
+	}
+	if got.Output == "" || got.Output[:14] != "Based on my re" {
+		t.Errorf("Output = %q", got.Output)
+	}
+	c := eval.Case{ID: "static", Assertions: []eval.Assertion{{
+		Kind: eval.KindToolTrajectory, Weight: 1,
+		Trajectory: &eval.TrajectorySpec{Mode: eval.AnyOrder, Minimums: []eval.Minimum{{Tool: "webSearch", Count: 2}}},
+	}}}
+	if r := eval.Evaluate(context.Background(), c, got, eval.Options{}); r.Verdict != "pass" {
+		t.Errorf("verdict %s:\n%s", r.Verdict, r.Explain())
+	}
+}
+
+func TestSplit(t *testing.T) {
+	a := record(t, "a", func(context.Context, *trace.ExecutionContext) {})
+	b := record(t, "b", func(context.Context, *trace.ExecutionContext) {})
+	mixed := []trace.Record{a[0], b[0], a[1], b[1]}
+	got := fromtrace.Split(mixed)
+	if len(got) != 2 || got[0][0].TraceID != a[0].TraceID || len(got[0]) != 2 || got[1][1].TraceID != b[0].TraceID {
+		t.Errorf("Split = %v", got)
+	}
+}
+
+// realFile finds ../shared/testdata/real/<rel> beside the repository root.
+func realFile(t *testing.T, rel string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared", "testdata", "real", rel)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// FuzzTrajectory decodes arbitrary JSON lines as records (as a store or a
+// file would hand them over) and maps them: it must never panic, and the
+// mapping must keep every tool.end/tool.error.
+func FuzzTrajectory(f *testing.F) {
+	f.Add([]byte(`{"v":1,"trace_id":"b03402200f97ed69f5207a7bbabd696a","span_id":"ce831a4fecc1d6f9","seq":2,"time":"2024-01-15T09:00:00Z","type":"tool.start","name":"a","input":{"q":1}}
+{"v":1,"trace_id":"b03402200f97ed69f5207a7bbabd696a","span_id":"ce831a4fecc1d6f9","seq":3,"time":"2024-01-15T09:00:01Z","type":"tool.end","name":"a","output":[1]}
+{"v":1,"trace_id":"b03402200f97ed69f5207a7bbabd696a","span_id":"b02a33239290a234","seq":4,"time":"2024-01-15T09:00:02Z","type":"run.end","status":"success","output":{"text":"x"}}`))
+	f.Add([]byte(`{"v":1,"trace_id":"b03402200f97ed69f5207a7bbabd696a","span_id":"ce831a4fecc1d6f9","seq":1,"time":"2024-01-15T09:00:00Z","type":"tool.error","error":"boom"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var recs []trace.Record
+		ends := 0
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			r, err := trace.DecodeRecord(line)
+			if err != nil {
+				continue
+			}
+			if r.Type == trace.TypeToolEnd || r.Type == trace.TypeToolError {
+				ends++
+			}
+			recs = append(recs, r)
+		}
+		got := fromtrace.Trajectory(recs)
+		if len(got.Calls) < ends {
+			t.Fatalf("%d tool ends but %d calls", ends, len(got.Calls))
+		}
+		if got.EventCount != len(recs) {
+			t.Fatalf("EventCount %d, want %d", got.EventCount, len(recs))
+		}
+	})
+}

@@ -1,0 +1,250 @@
+package evalrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/loupe-dev/loupe/eval"
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/traceio"
+)
+
+// Config is everything `loupe eval` is told on its command line. The
+// command fills it from flags and calls Execute; all behavior lives here.
+type Config struct {
+	// Files are the eval files, graded in order.
+	Files []string
+
+	// Exactly one target: Command, Transcripts, Traces, FromStore or
+	// Agent.
+	Command     string        // a shell command printing an AgentV trace
+	Timeout     time.Duration // per run of Command or Agent; 0: none
+	Transcripts []string      // AgentV transcript JSONL files
+	Traces      []string      // trace files in any format traceio reads
+	TraceFormat string        // the Traces' format; "" or "auto" detects
+	FromStore   bool          // grade traces already in the store
+	Selection   StoreSelection
+	// Script is a scripted-model file or directory (ScriptTarget).
+	Script string
+	// Agent, when set, is an in-process agent target built by the caller
+	// (a Go program embedding loupe eval with its own agent).
+	Agent Target
+
+	// Grading.
+	Threshold float64 // 0: eval.DefaultThreshold
+	Compat    string  // "" or "loupe": eval.ModeDefault; "agentv": eval.ModeAgentV
+	Workers   int     // 0: 1
+	Progress  bool    // force the progress bar on standard error
+
+	// Outputs.
+	Out          string // results JSONL path ("-" for standard output)
+	IncludeTrace bool   // full traces in Out
+	JUnit        string // JUnit XML path
+
+	// Store: where results (and the graded runs) are kept. DB is a path or
+	// DSN ("" is store.DefaultPath); NoStore turns storing off.
+	DB      string
+	NoStore bool
+	// OpenStore opens the store; nil means store.Open.
+	OpenStore func(ctx context.Context, dsn string) (store.Store, error)
+
+	// Now stamps results; nil means time.Now. Tests fix it.
+	Now func() time.Time
+	// StderrIsTerminal turns the progress bar on (the command sets it
+	// when standard error is a terminal).
+	StderrIsTerminal bool
+}
+
+// Execute runs the evaluation described by cfg, writing the summary to
+// stdout and progress and warnings to stderr, and returns the exit status
+// (ExitPass, ExitFail or ExitNotGraded) with, for ExitNotGraded, the error
+// that stopped it. Results not written (a file that cannot be created) make
+// the status ExitNotGraded too.
+func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, error) {
+	code, err := execute(ctx, cfg, stdout, stderr)
+	if err != nil && code == ExitPass {
+		code = ExitNotGraded
+	}
+	return code, err
+}
+
+func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, error) {
+	if len(cfg.Files) == 0 {
+		return ExitNotGraded, errors.New("no eval file given: loupe eval FILE… with one or more AgentV eval files")
+	}
+	opts := eval.Options{Threshold: cfg.Threshold}
+	switch strings.ToLower(cfg.Compat) {
+	case "", "loupe", "default":
+	case "agentv":
+		opts.Mode = eval.ModeAgentV
+	default:
+		return ExitNotGraded, fmt.Errorf("--compat %q: want agentv (AgentV 4.42.4 scoring) or loupe (the default)", cfg.Compat)
+	}
+	if cfg.Threshold < 0 || cfg.Threshold > 1 {
+		return ExitNotGraded, fmt.Errorf("--threshold %g: want a score in (0, 1]", cfg.Threshold)
+	}
+	var files []*eval.File
+	var perr []error
+	for _, p := range cfg.Files {
+		f, err := eval.ParseFile(p)
+		if err != nil {
+			perr = append(perr, err)
+			continue
+		}
+		files = append(files, f)
+	}
+	if len(perr) > 0 {
+		return ExitNotGraded, errors.Join(perr...)
+	}
+
+	openStore := cfg.OpenStore
+	if openStore == nil {
+		openStore = store.Open
+	}
+	var st store.Store
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+	}()
+	getStore := func() (store.Store, error) {
+		if st == nil {
+			s, err := openStore(ctx, cfg.DB)
+			if err != nil {
+				return nil, fmt.Errorf("opening the store %s: %w", store.Redact(orDefault(cfg.DB)), err)
+			}
+			st = s
+		}
+		return st, nil
+	}
+
+	target, err := chooseTarget(cfg, getStore)
+	if err != nil {
+		return ExitNotGraded, err
+	}
+	rn := &Runner{Target: target, Options: opts, Workers: cfg.Workers, Now: cfg.Now}
+	if cfg.Progress || cfg.StderrIsTerminal {
+		rn.Progress = stderr
+	}
+	rep, err := rn.Run(ctx, files)
+	if err != nil {
+		return ExitNotGraded, err
+	}
+	if err := WriteSummary(stdout, rep, cfg.Now == nil); err != nil {
+		return ExitNotGraded, err
+	}
+	if cfg.Out != "" {
+		if err := writeTo(cfg.Out, stdout, func(w io.Writer) error {
+			return WriteRows(w, rep, RowOptions{IncludeTrace: cfg.IncludeTrace})
+		}); err != nil {
+			return ExitNotGraded, fmt.Errorf("writing results: %w", err)
+		}
+	}
+	if cfg.JUnit != "" {
+		if err := writeTo(cfg.JUnit, stdout, func(w io.Writer) error {
+			return WriteJUnit(w, rep, JUnitOptions{Times: cfg.Now == nil})
+		}); err != nil {
+			return ExitNotGraded, fmt.Errorf("writing the JUnit report: %w", err)
+		}
+	}
+	if !cfg.NoStore {
+		// A store that cannot be opened or written does not change the
+		// verdict of the evaluation; it is reported, never silent.
+		if s, err := getStore(); err != nil {
+			fmt.Fprintf(stderr, "loupe eval: results not stored: %v (use --no-store to not store them)\n", err)
+		} else if id, err := Save(ctx, s, rep, cfg.Now); err != nil {
+			fmt.Fprintf(stderr, "loupe eval: results not stored: %v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "loupe eval: results stored as trace %s\n", id)
+		}
+	}
+	return rep.ExitCode(), nil
+}
+
+func chooseTarget(cfg Config, getStore func() (store.Store, error)) (Target, error) {
+	var names []string
+	var t Target
+	if cfg.Command != "" {
+		names = append(names, "--command")
+		t = &CommandTarget{Command: cfg.Command, Timeout: cfg.Timeout}
+	}
+	if len(cfg.Transcripts) > 0 {
+		names = append(names, "--transcript")
+		t = TranscriptTarget(cfg.Transcripts...)
+	}
+	if len(cfg.Traces) > 0 {
+		names = append(names, "--trace")
+		f, err := traceio.ParseFormat(cfg.TraceFormat)
+		if err != nil {
+			return nil, err
+		}
+		t = TraceFilesTarget(f, cfg.Traces...)
+	}
+	if cfg.FromStore {
+		names = append(names, "--from-store")
+		st, err := getStore()
+		if err != nil {
+			return nil, err
+		}
+		t = StoreTarget(st, cfg.Selection)
+	}
+	if cfg.Script != "" {
+		names = append(names, "--script")
+		s, err := ScriptTarget(cfg.Script)
+		if err != nil {
+			return nil, err
+		}
+		s.Executor.Limits.Timeout = cfg.Timeout
+		t = s
+	}
+	if cfg.Agent != nil {
+		names = append(names, "an in-process agent")
+		t = cfg.Agent
+	}
+	switch len(names) {
+	case 0:
+		return nil, errors.New("nothing to grade: give one of --command, --transcript, --trace, --from-store or --script")
+	case 1:
+		return t, nil
+	}
+	return nil, fmt.Errorf("%s given together: choose one thing to grade", strings.Join(names, " and "))
+}
+
+// writeTo writes to path, or to stdout when path is "-", creating the
+// file's directory. The file is written whole or not at all.
+func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(stdout)
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func orDefault(dsn string) string {
+	if dsn == "" {
+		return store.DefaultPath()
+	}
+	return dsn
+}

@@ -1,0 +1,556 @@
+package evalrun_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loupe-dev/loupe/eval"
+	"github.com/loupe-dev/loupe/evalrun"
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/store/sqlite"
+	"github.com/loupe-dev/loupe/trace"
+	"github.com/loupe-dev/loupe/traceio"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// Paths, relative to the repository root; tests run there (see inRoot).
+const (
+	staticEval  = "evalrun/testdata/static-trace.eval.yaml"
+	staticTrace = "../shared/testdata/real/agentv/static-trace.json"
+	realAgentV  = "../shared/testdata/real/agentv"
+	realRuns    = "eval/testdata/real-runs"
+	resultsFile = "../shared/testdata/real/agentv/multi-agent.eval.results.jsonl"
+)
+
+// inRoot makes the repository root the working directory, so that paths
+// (and `cat ../shared/…` commands) read as in the documentation.
+func inRoot(t *testing.T) {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			t.Chdir(dir)
+			return
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+func fixedNow() time.Time { return time.Date(2026, 2, 22, 10, 0, 0, 0, time.UTC) }
+
+// execute runs Execute with results not stored (unless cfg says where).
+func execute(t *testing.T, cfg evalrun.Config) (code int, stdout, stderr string, err error) {
+	t.Helper()
+	if cfg.DB == "" {
+		cfg.NoStore = true
+	}
+	if cfg.Now == nil {
+		cfg.Now = fixedNow
+	}
+	var out, errb bytes.Buffer
+	code, err = evalrun.Execute(context.Background(), cfg, &out, &errb)
+	return code, out.String(), errb.String(), err
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("evalrun", "testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./evalrun -update creates it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (go test ./evalrun -update rewrites it); got:\n%s", path, got)
+	}
+}
+
+// The same cases graded on the same calls, whichever way the run arrives:
+// a command printing the static trace, the trace file itself, and a
+// scripted agent making the same calls.
+func TestTargetsOnStaticTrace(t *testing.T) {
+	inRoot(t)
+	tests := []struct {
+		name     string
+		cfg      evalrun.Config
+		code     int
+		verdicts string
+	}{
+		{"command", evalrun.Config{Command: "cat " + staticTrace}, 1, "pass pass fail fail"},
+		{"command with placeholder", evalrun.Config{Command: `test -n {{input}} && test "$LOUPE_EVAL_CASE_ID" = {{case_id}} && cat ` + staticTrace}, 1, "pass pass fail fail"},
+		{"trace file", evalrun.Config{Traces: []string{staticTrace}}, 1, "pass pass fail fail"},
+		{"script", evalrun.Config{Script: "evalrun/testdata/scripts/default.yaml"}, 1, "pass pass fail pass"},
+		{"script per case", evalrun.Config{Script: "evalrun/testdata/scripts", Workers: 4}, 0, "pass pass pass pass"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Files = []string{staticEval}
+			tt.cfg.Out = filepath.Join(t.TempDir(), "r.jsonl")
+			code, stdout, stderr, err := execute(t, tt.cfg)
+			if err != nil || code != tt.code {
+				t.Fatalf("exit %d, err %v, want %d\n%s%s", code, err, tt.code, stdout, stderr)
+			}
+			rows := readRows(t, tt.cfg.Out)
+			var got []string
+			for _, r := range rows {
+				got = append(got, r["verdict"].(string))
+			}
+			if strings.Join(got, " ") != tt.verdicts {
+				t.Errorf("verdicts %v, want %s\n%s", got, tt.verdicts, stdout)
+			}
+		})
+	}
+}
+
+func TestSummaryGolden(t *testing.T) {
+	inRoot(t)
+	_, stdout, _, err := execute(t, evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "static-command.txt", stdout)
+}
+
+func TestJUnitGolden(t *testing.T) {
+	inRoot(t)
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	_, _, _, err := execute(t, evalrun.Config{
+		Files:   []string{staticEval, filepath.Join(realAgentV, "trace-evaluation.suite.yaml")},
+		Command: "cat " + staticTrace, JUnit: junit,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Skipped  int `xml:"skipped,attr"`
+	}
+	if err := xml.Unmarshal(b, &v); err != nil || v.Tests != 9 || v.Failures != 2 || v.Skipped != 5 {
+		t.Errorf("testsuites: %+v, err %v; want 9 tests, 2 failures, 5 skipped", v, err)
+	}
+	checkGolden(t, "report.junit.xml", string(b))
+}
+
+// The rows carry AgentV's field names: every top-level, scores-entry and
+// trace-summary field of the real results file appears in Loupe's rows
+// (output only with --include-trace, as in AgentV).
+func TestRowFieldNamesMatchAgentV(t *testing.T) {
+	inRoot(t)
+	realTop, realScore, realTrace := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, r := range readRows(t, resultsFile) {
+		for k := range r {
+			realTop[k] = true
+		}
+		for _, s := range asList(r["scores"]) {
+			for k := range s.(map[string]any) {
+				realScore[k] = true
+			}
+		}
+		for k := range r["trace"].(map[string]any) {
+			realTrace[k] = true
+		}
+	}
+	for _, include := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		if _, _, _, err := execute(t, evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts/default.yaml", Out: out, IncludeTrace: include}); err != nil {
+			t.Fatal(err)
+		}
+		row := readRows(t, out)[0]
+		for k := range realTop {
+			if _, ok := row[k]; !ok && (k != "output" || include) {
+				t.Errorf("include-trace=%v: row lacks AgentV field %q; row has %v", include, k, slices.Sorted(maps.Keys(row)))
+			}
+		}
+		if _, ok := row["output"]; ok != include {
+			t.Errorf("include-trace=%v: output present = %v", include, ok)
+		}
+		if _, ok := row["records"]; ok != include {
+			t.Errorf("include-trace=%v: records present = %v", include, ok)
+		}
+		for k := range realScore {
+			if _, ok := asList(row["scores"])[0].(map[string]any)[k]; !ok {
+				t.Errorf("scores entry lacks AgentV field %q", k)
+			}
+		}
+		summary := row["trace"].(map[string]any)
+		if got, want := slices.Sorted(maps.Keys(summary)), slices.Sorted(maps.Keys(realTrace)); !slices.Equal(got, want) {
+			t.Errorf("trace summary fields\n got %v\nwant %v", got, want)
+		}
+	}
+}
+
+// The real AgentV eval files, run offline against the recorded
+// transcripts, with the verdicts of eval's own real-file test.
+func TestRealFilesWithTranscripts(t *testing.T) {
+	inRoot(t)
+	tests := []struct {
+		file, runs       string
+		pass, fail, skip int
+		agentvPass       int
+	}{
+		{"tool-trajectory-demo.v2.yaml", "tool-trajectory-demo.jsonl", 4, 1, 0, 4},
+		{"expected-messages-demo.v2.yaml", "expected-messages-demo.jsonl", 4, 1, 0, 0},
+		{"trajectory-assertions-simple.suite.yaml", "trajectory-assertions-simple.jsonl", 10, 1, 0, 0},
+		{"trace-evaluation.suite.yaml", "trace-evaluation.jsonl", 0, 0, 5, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			cfg := evalrun.Config{Files: []string{filepath.Join(realAgentV, tt.file)}, Transcripts: []string{filepath.Join(realRuns, tt.runs)}}
+			out := filepath.Join(t.TempDir(), "r.jsonl")
+			cfg.Out = out
+			code, stdout, _, err := execute(t, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, f, s := 0, 0, 0
+			for _, r := range readRows(t, out) {
+				switch r["verdict"] {
+				case "pass":
+					p++
+				case "fail":
+					f++
+				case "skip":
+					s++
+				}
+			}
+			if p != tt.pass || f != tt.fail || s != tt.skip {
+				t.Errorf("pass/fail/skip = %d/%d/%d, want %d/%d/%d\n%s", p, f, s, tt.pass, tt.fail, tt.skip, stdout)
+			}
+			if want := min(tt.fail, 1); code != want {
+				t.Errorf("exit %d, want %d", code, want)
+			}
+			cfg.Compat = "agentv"
+			cfg.Out = filepath.Join(t.TempDir(), "agentv.jsonl")
+			if _, _, _, err := execute(t, cfg); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, r := range readRows(t, cfg.Out) {
+				if r["verdict"] == "pass" {
+					n++
+				}
+				if r["mode"] != "agentv" {
+					t.Fatalf("mode %v", r["mode"])
+				}
+			}
+			if n != tt.agentvPass {
+				t.Errorf("agentv mode: %d passed, want %d", n, tt.agentvPass)
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	inRoot(t)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("tests:\n  - id: x\n    assertions:\n      - type: no-such-type\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := filepath.Join(t.TempDir(), "notjson.txt")
+	if err := os.WriteFile(notJSON, []byte("{ this is not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		cfg     evalrun.Config
+		code    int
+		message string // in the error or the summary
+	}{
+		{"all pass", evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts"}, 0, "4 passed"},
+		{"threshold lowered", evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace, Threshold: 0.3}, 1, "3 passed, 1 failed"},
+		{"case fails", evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace}, 1, "2 failed"},
+		{"bad eval file", evalrun.Config{Files: []string{bad}, Command: "true"}, 2, "bad.yaml:4:"},
+		{"missing eval file", evalrun.Config{Files: []string{"nope.yaml"}, Command: "true"}, 2, "nope.yaml"},
+		{"no target", evalrun.Config{Files: []string{staticEval}}, 2, "nothing to grade"},
+		{"two targets", evalrun.Config{Files: []string{staticEval}, Command: "true", Traces: []string{staticTrace}}, 2, "--command and --trace given together"},
+		{"command fails", evalrun.Config{Files: []string{staticEval}, Command: "echo oops >&2; exit 3"}, 2, "oops"},
+		{"command not found", evalrun.Config{Files: []string{staticEval}, Command: "/no/such/agent"}, 2, "could not run"},
+		{"command prints nothing", evalrun.Config{Files: []string{staticEval}, Command: "true"}, 2, "printed nothing"},
+		{"command prints bad json", evalrun.Config{Files: []string{staticEval}, Command: "cat " + notJSON}, 2, "not a trace"},
+		{"command times out", evalrun.Config{Files: []string{staticEval}, Command: "sleep 5", Timeout: 50 * time.Millisecond}, 2, "timed out"},
+		{"bad compat", evalrun.Config{Files: []string{staticEval}, Command: "true", Compat: "promptfoo"}, 2, "--compat"},
+		{"bad threshold", evalrun.Config{Files: []string{staticEval}, Command: "true", Threshold: 2}, 2, "--threshold"},
+		{"transcript count mismatch", evalrun.Config{Files: []string{staticEval}, Transcripts: []string{filepath.Join(realRuns, "tool-trajectory-demo.jsonl")}}, 2, "5 recorded runs for 4 cases"},
+		{"bad trace format", evalrun.Config{Files: []string{staticEval}, Traces: []string{staticTrace}, TraceFormat: "xml"}, 2, "unknown trace format"},
+		{"missing script", evalrun.Config{Files: []string{staticEval}, Script: "nope.yaml"}, 2, "--script"},
+		{"plain text answer", evalrun.Config{Files: []string{staticEval}, Command: "echo The ThinkPad X1 Carbon."}, 1, "4 failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr, err := execute(t, tt.cfg)
+			all := stdout + stderr
+			if err != nil {
+				all += err.Error()
+			}
+			if code != tt.code || !strings.Contains(all, tt.message) {
+				t.Errorf("exit %d, want %d; want %q in:\n%s", code, tt.code, tt.message, all)
+			}
+		})
+	}
+}
+
+// Workers change how long a run takes, never the results or their order.
+func TestWorkersKeepInputOrder(t *testing.T) {
+	inRoot(t)
+	var outs []string
+	for _, w := range []int{1, 8} {
+		cfg := evalrun.Config{Files: []string{filepath.Join("eval", "testdata", "agentv-ref", "cases.yaml")},
+			Transcripts: []string{filepath.Join("eval", "testdata", "agentv-ref", "transcript.jsonl")},
+			Workers:     w, Out: filepath.Join(t.TempDir(), "r.jsonl")}
+		_, stdout, _, err := execute(t, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(cfg.Out)
+		outs = append(outs, stdout+string(b))
+	}
+	if outs[0] != outs[1] {
+		t.Error("results differ between 1 and 8 workers")
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	inRoot(t)
+	_, _, stderr, err := execute(t, evalrun.Config{Files: []string{staticEval}, Traces: []string{staticTrace}, Progress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "grading") {
+		t.Errorf("no progress bar on stderr: %q", stderr)
+	}
+	_, _, stderr, _ = execute(t, evalrun.Config{Files: []string{staticEval}, Traces: []string{staticTrace}})
+	if stderr != "" {
+		t.Errorf("progress bar without a terminal or --progress: %q", stderr)
+	}
+}
+
+// Results are stored with the runs they graded; ResultsFor finds them from
+// the run's trace id; --from-store grades the stored runs again.
+func TestStoreRoundTrip(t *testing.T) {
+	inRoot(t)
+	db := filepath.Join(t.TempDir(), "loupe.db")
+	open := func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }
+	cfg := evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts", DB: db, OpenStore: open,
+		Out: filepath.Join(t.TempDir(), "r.jsonl")}
+	code, _, stderr, err := execute(t, cfg)
+	if err != nil || code != 0 || !strings.Contains(stderr, "results stored as trace") {
+		t.Fatalf("exit %d, err %v, stderr %q", code, err, stderr)
+	}
+	rows := readRows(t, cfg.Out)
+
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id, err := trace.ParseTraceID(rows[0]["trace_id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := evalrun.ResultsFor(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Row.TestID != "research-in-order" || got[0].Row.Verdict != eval.Pass || got[0].Row.Trace == nil {
+		t.Fatalf("ResultsFor = %+v", got)
+	}
+	if got[0].Row.Records != nil || got[0].Row.Output != nil {
+		t.Error("stored results hold trace content; they must be summaries")
+	}
+	if none, err := evalrun.ResultsFor(ctx, st, trace.NewTraceID()); err != nil || len(none) != 0 {
+		t.Errorf("unknown trace: %v, %v", none, err)
+	}
+	st.Close()
+
+	// Grade the stored runs again: they carry case:<id> tags, so they pair
+	// by name; the results trace itself is never selected.
+	cfg2 := evalrun.Config{Files: []string{staticEval}, FromStore: true, DB: db, OpenStore: open,
+		Selection: evalrun.StoreSelection{Filter: store.Filter{Tags: []string{"case:exact-plan"}}}, NoStore: true}
+	code, stdout, _, err := execute(t, cfg2)
+	if err != nil || code != 1 || !strings.Contains(stdout, "PASS  exact-plan") || !strings.Contains(stdout, "FAIL  research-in-order") {
+		// One run (exact-plan's) selected: it is graded against every case.
+		t.Errorf("from-store by tag: exit %d, err %v\n%s", code, err, stdout)
+	}
+	cfg2.Selection = evalrun.StoreSelection{}
+	code, stdout, _, err = execute(t, cfg2)
+	if err != nil || code != 0 || strings.Count(stdout, "PASS") != 4 {
+		t.Errorf("from-store, all runs: exit %d, err %v\n%s", code, err, stdout)
+	}
+	cfg2.Selection = evalrun.StoreSelection{Filter: store.Filter{Name: "nobody"}}
+	if code, _, _, err = execute(t, cfg2); code != 2 || err == nil || !strings.Contains(err.Error(), "name=nobody") {
+		t.Errorf("empty selection: exit %d, err %v", code, err)
+	}
+}
+
+// A store that cannot be opened does not change the verdict; it is said.
+func TestStoreUnavailableIsReported(t *testing.T) {
+	inRoot(t)
+	code, _, stderr, err := execute(t, evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts",
+		DB: filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"),
+		OpenStore: func(ctx context.Context, dsn string) (store.Store, error) {
+			return sqlite.Open(ctx, "/dev/null/x.db")
+		}})
+	if err != nil || code != 0 || !strings.Contains(stderr, "results not stored") {
+		t.Errorf("exit %d, err %v, stderr %q", code, err, stderr)
+	}
+}
+
+func TestAssign(t *testing.T) {
+	cases := []evalrun.CaseRef{{Case: eval.Case{ID: "a"}, Index: 0}, {Case: eval.Case{ID: "b"}, Index: 1}}
+	run := func(name string, tags ...string) *evalrun.Run { return &evalrun.Run{Name: name, Tags: tags} }
+	tests := []struct {
+		name string
+		runs []*evalrun.Run
+		want []string // names of the assigned runs
+		err  string
+	}{
+		{"by name, any order", []*evalrun.Run{run("b"), run("x"), run("a")}, []string{"a", "b"}, ""},
+		{"by tag", []*evalrun.Run{run("r1", "case:b"), run("r2", "case:a")}, []string{"r2", "r1"}, ""},
+		{"one run for all", []*evalrun.Run{run("only")}, []string{"only", "only"}, ""},
+		{"by position", []*evalrun.Run{run("p"), run("q")}, []string{"p", "q"}, ""},
+		{"ambiguous names fall back to position", []*evalrun.Run{run("a"), run("a")}, []string{"a", "a"}, ""},
+		{"count mismatch", []*evalrun.Run{run("p"), run("q"), run("r")}, nil, "3 recorded runs for 2 cases"},
+		{"none", nil, nil, "no recorded runs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := evalrun.Assign(cases, tt.runs)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range got {
+				names = append(names, r.Name)
+			}
+			if !slices.Equal(names, tt.want) {
+				t.Errorf("got %v, want %v", names, tt.want)
+			}
+		})
+	}
+}
+
+// Summarize agrees with trace.Stats on the real static trace.
+func TestSummarizeStaticTrace(t *testing.T) {
+	inRoot(t)
+	recs, _, err := traceio.ReadFile(staticTrace, traceio.FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := evalrun.Summarize(evalrun.RunFromRecords(recs, "test").Trajectory)
+	if s.EventCount != len(recs) || !slices.Equal(s.ToolNames, []string{"fetchPage", "summarize", "webSearch"}) ||
+		s.ToolCallsByName["webSearch"] != 2 || s.ErrorCount != 0 || *s.DurationMs != 7000 || len(s.ToolDurations["webSearch"]) != 2 {
+		t.Errorf("summary %+v", s)
+	}
+	if s.TokenUsage != nil || s.CostUSD != nil || s.LLMCallCount != nil {
+		t.Error("the static trace has no model calls: usage, cost and call count are unknown")
+	}
+}
+
+func readRows(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// An in-process agent written as a function: its tool calls are recorded
+// in a run named after the case, a failure is still graded, and a panic is
+// reported as a case that could not run.
+func TestAgentTarget(t *testing.T) {
+	inRoot(t)
+	f, err := eval.ParseFile(staticEval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &evalrun.AgentTarget{Label: "func-agent", Func: func(ctx context.Context, c evalrun.CaseRef) (string, error) {
+		switch c.Case.ID {
+		case "exact-plan":
+			panic("lost")
+		case "fetch-latency":
+			return "", errors.New("model unavailable")
+		}
+		for _, q := range []string{"ThinkPad X1 Carbon Gen 11 specifications", "reviews"} {
+			if _, err := trace.Tool(ctx, "webSearch", map[string]any{"query": q}, func(context.Context) (string, error) { return "ok", nil }); err != nil {
+				return "", err
+			}
+		}
+		trace.Tool(ctx, "fetchPage", map[string]any{"url": "u"}, func(context.Context) (string, error) { return "ok", nil })
+		trace.Tool(ctx, "summarize", map[string]any{}, func(context.Context) (string, error) { return "ok", nil })
+		return "The ThinkPad X1 Carbon Gen 11.", nil
+	}}
+	rep, err := (&evalrun.Runner{Target: target, Workers: 2}).Run(context.Background(), []*eval.File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, string(r.Result.Verdict))
+	}
+	if want := "pass pass error fail"; strings.Join(got, " ") != want {
+		t.Errorf("verdicts %v, want %s", got, want)
+	}
+	if r := rep.Results[0].Run; r.Name != "research-in-order" || !slices.Contains(r.Tags, "case:research-in-order") {
+		t.Errorf("run name %q tags %v", r.Name, r.Tags)
+	}
+	if r := rep.Results[3].Run; r.Trajectory.Errors == 0 {
+		t.Error("the failed run's error was not recorded")
+	}
+	if rep.ExitCode() != evalrun.ExitNotGraded || !strings.Contains(rep.Results[2].Err.Error(), "panicked: lost") {
+		t.Errorf("exit %d, err %v", rep.ExitCode(), rep.Results[2].Err)
+	}
+}

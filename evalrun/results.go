@@ -1,0 +1,147 @@
+package evalrun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// Evaluation results are kept in the store as ordinary trace records, so
+// every backend holds them without a schema change: an evaluation is a
+// trace of its own, named ResultsRunName and tagged EvalTag, with one custom
+// record named ResultRecord per case whose output is the case's Row
+// (summary only, never the graded trace's content), and a tag EvalOfPrefix +
+// "<trace id>" for every graded trace so that ResultsFor finds them.
+const (
+	// EvalTag marks the traces that hold evaluation results.
+	EvalTag = "loupe:eval"
+	// EvalOfPrefix + a graded trace's hex id tags the evaluations that
+	// graded it.
+	EvalOfPrefix = "eval-of:"
+	// ResultsRunName is the root run name of an evaluation's trace.
+	ResultsRunName = "loupe eval"
+	// ResultRecord names the custom records that hold one case's Row.
+	ResultRecord = "eval.result"
+)
+
+// Save stores the report in st: the records of every graded run that has
+// them (so the traces the results point to exist; appending a stored trace
+// again is a no-op) and the results themselves, as described above. It
+// returns the id of the results trace. A failed report (some case failed or
+// could not run) is stored with the error termination, so that listings show
+// it. now stamps the results trace; nil means time.Now.
+func Save(ctx context.Context, st store.Store, rep *Report, now func() time.Time) (trace.TraceID, error) {
+	for _, res := range rep.Results {
+		if res.Run == nil || len(res.Run.Records) == 0 {
+			continue
+		}
+		if _, err := st.Append(ctx, res.Run.Records); err != nil {
+			return trace.TraceID{}, fmt.Errorf("storing the trace of case %s: %w", res.Case.ID, err)
+		}
+	}
+	tags := []string{EvalTag}
+	for _, res := range rep.Results {
+		if res.Run != nil && !res.Run.TraceID.IsZero() {
+			if t := EvalOfPrefix + res.Run.TraceID.String(); !slices.Contains(tags, t) {
+				tags = append(tags, t)
+			}
+		}
+	}
+	var files []string
+	for _, f := range rep.Files {
+		files = append(files, f.Path)
+	}
+	tr := trace.New(trace.Options{Now: now, MaxValueBytes: -1})
+	_, ec := tr.Start(ctx, ResultsRunName, trace.RunOptions{
+		Input: trace.JSON(map[string]any{"files": files, "target": rep.Target, "mode": rep.Mode.String(), "threshold": rep.Threshold}),
+		Tags:  tags,
+	})
+	for _, res := range rep.Results {
+		ec.Custom(ResultRecord, trace.JSON(NewRow(rep, res, RowOptions{})))
+	}
+	pass, fail, skip, errs := rep.Counts()
+	ec.SetResult(trace.JSON(map[string]int{"passed": pass, "failed": fail, "skipped": skip, "errors": errs}))
+	if fail+errs > 0 {
+		ec.Terminate(trace.TerminationError, fmt.Errorf("%d of %d cases failed, %d could not run", fail, len(rep.Results), errs))
+	}
+	ec.End()
+	if _, err := st.Append(ctx, ec.Records()); err != nil {
+		return trace.TraceID{}, fmt.Errorf("storing the evaluation results: %w", err)
+	}
+	return ec.TraceID(), nil
+}
+
+// StoredResult is one evaluation's result for a trace, as ResultsFor finds
+// it.
+type StoredResult struct {
+	// Eval is the id of the evaluation's results trace.
+	Eval trace.TraceID `json:"eval"`
+	// Row is the case's result row.
+	Row Row `json:"row"`
+}
+
+// ResultsFor returns the stored evaluation results of trace id, newest
+// evaluation first (within one evaluation, in case order). It is what
+// `loupe traces show` calls to link a run to its grades. A trace never
+// evaluated has no results and no error.
+func ResultsFor(ctx context.Context, st store.Store, id trace.TraceID) ([]StoredResult, error) {
+	q := store.ListQuery{Filter: store.Filter{Tags: []string{EvalTag, EvalOfPrefix + id.String()}}, Limit: store.MaxLimit}
+	var out []StoredResult
+	for {
+		page, err := st.List(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("listing evaluations of trace %s: %w", id, err)
+		}
+		for _, s := range page.Traces {
+			tr, err := st.Trace(ctx, s.ID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading evaluation %s: %w", s.ID, err)
+			}
+			for i := range tr.Records {
+				r := &tr.Records[i]
+				if r.Type != trace.TypeCustom || r.Name != ResultRecord {
+					continue
+				}
+				var row Row
+				if err := r.Output.Decode(&row); err != nil {
+					return nil, fmt.Errorf("evaluation %s record %d: result row: %w", s.ID, r.Seq, err)
+				}
+				if row.TraceID == id.String() {
+					out = append(out, StoredResult{Eval: s.ID, Row: row})
+				}
+			}
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+// WriteStoredResults renders a run's grades for `loupe traces show`: one
+// line per stored result, newest evaluation first, naming the evaluation
+// trace so that it can be shown too. It writes nothing when there are none.
+func WriteStoredResults(w io.Writer, results []StoredResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "\nEvaluations (%d):\n", len(results))
+	for _, r := range results {
+		fmt.Fprintf(bw, "  %-5s %s  score %.2f (threshold %.2f, mode %s)  %s  eval %s  %s\n",
+			strings.ToUpper(string(r.Row.Verdict)), r.Row.TestID, r.Row.Score, r.Row.Threshold, r.Row.Mode,
+			r.Row.EvalFile, r.Eval, r.Row.Timestamp.Format(time.RFC3339))
+	}
+	return bw.Flush()
+}
