@@ -8,19 +8,22 @@ import (
 	"github.com/loupe-dev/loupe/demo"
 	"github.com/loupe-dev/loupe/export/console"
 	"github.com/loupe-dev/loupe/export/jsonl"
+	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/spf13/cobra"
 )
 
 func newDemoCmd() *cobra.Command {
 	var dir, out string
-	var io, jsonOut bool
+	var io, jsonOut, noStore bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a sample agent offline and show its trace",
 		Long: `Runs a sample agent — a scripted model with a real calculator, file search,
 clock and a summariser sub-agent, one of whose tool calls fails — and prints
-its trace as a tree. The records are also written as JSON lines to --out.`,
+its trace as a tree. The records are also written as JSON lines to --out and
+into the trace store (--db; --no-store to skip it), where "loupe traces"
+finds them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			file, err := jsonl.Create(out)
@@ -31,10 +34,17 @@ its trace as a tree. The records are also written as JSON lines to --out.`,
 			if jsonOut {
 				format = console.FormatJSON
 			}
-			tracer := trace.New(trace.Options{Sinks: []trace.Sink{
-				file,
-				console.NewSink(cmd.OutOrStdout(), format, console.Options{IO: io}),
-			}})
+			sinks := []trace.Sink{file, console.NewSink(cmd.OutOrStdout(), format, console.Options{IO: io})}
+			var st store.Store
+			if !noStore {
+				if st, err = store.Open(cmd.Context(), dbDSN(cmd)); err != nil {
+					return fmt.Errorf("%w (use --no-store to run without a store)", err)
+				}
+				defer st.Close()
+				sinks = append(sinks, store.NewSink(st))
+			}
+			// Block: the demo is short and every record should reach the store.
+			tracer := trace.New(trace.Options{Sinks: sinks, Dispatch: trace.DispatchOptions{OnFull: trace.Block}})
 			res, runErr := demo.Run(cmd.Context(), tracer, dir)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 10*time.Second)
 			defer cancel()
@@ -48,6 +58,9 @@ its trace as a tree. The records are also written as JSON lines to --out.`,
 				w := cmd.OutOrStdout()
 				fmt.Fprintf(w, "\nanswer: %s\n", res.Answer)
 				fmt.Fprintf(w, "trace %s: %d records written to %s\n", res.TraceID, len(res.Records), file.Path())
+				if st != nil {
+					fmt.Fprintf(w, "stored in %s; see it again with: loupe traces show %s\n", dbDSN(cmd), res.TraceID.String()[:12])
+				}
 			}
 			return nil
 		},
@@ -56,5 +69,6 @@ its trace as a tree. The records are also written as JSON lines to --out.`,
 	cmd.Flags().StringVar(&out, "out", "loupe-demo.jsonl", "file to write the trace to, as JSON lines")
 	cmd.Flags().BoolVar(&io, "io", false, "print each span's input and output in the tree")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print records as JSON lines instead of a tree")
+	cmd.Flags().BoolVar(&noStore, "no-store", false, "do not record the run into the trace store")
 	return cmd
 }

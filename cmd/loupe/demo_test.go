@@ -20,7 +20,8 @@ func TestDemoCmd(t *testing.T) {
 	var stdout bytes.Buffer
 	root := newRootCmd()
 	root.SetOut(&stdout)
-	root.SetArgs([]string{"demo", "--dir", dir, "--out", out})
+	db := filepath.Join(dir, "loupe.db")
+	root.SetArgs([]string{"--db", db, "demo", "--dir", dir, "--out", out})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -47,5 +48,14 @@ func TestDemoCmd(t *testing.T) {
 	st := trace.StatsOf(recs)
 	if len(recs) < 30 || st.ToolCalls != 5 || st.Errors != 1 || st.Children != 1 {
 		t.Errorf("%d records, stats %+v", len(recs), st)
+	}
+	// The same run is in the store, where loupe traces finds it.
+	ls := mustRun(t, db, "traces", "ls", "--json")
+	if !strings.Contains(ls, recs[0].TraceID.String()) {
+		t.Errorf("traces ls does not list the demo run %s:\n%s", recs[0].TraceID, ls)
+	}
+	show := mustRun(t, db, "traces", "show", recs[0].TraceID.String()[:12])
+	if !strings.Contains(show, "child summarize  success") {
+		t.Errorf("traces show:\n%s", show)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/store"
-	_ "github.com/loupe-dev/loupe/store/sqlite" // registers the default backend
+	_ "github.com/loupe-dev/loupe/store/backends" // registers sqlite and postgres
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
 	"github.com/loupe-dev/loupe/tracesview"
