@@ -314,9 +314,13 @@ func (ec *ExecutionContext) capture(r *Record) {
 		return
 	}
 	if o.Redact != nil {
-		r.Input = redact(o.Redact, r, FieldInput, r.Input)
-		r.Output = redact(o.Redact, r, FieldOutput, r.Output)
-		r.Thinking = redact(o.Redact, r, FieldThinking, r.Thinking)
+		// Redact gets a copy: handing it r itself would make every record
+		// escape to the heap, with or without a Redact hook.
+		view := new(Record)
+		*view = *r
+		r.Input = redact(o.Redact, view, FieldInput, r.Input)
+		r.Output = redact(o.Redact, view, FieldOutput, r.Output)
+		r.Thinking = redact(o.Redact, view, FieldThinking, r.Thinking)
 	}
 	limit := o.MaxValueBytes
 	vals := [...]*Value{&r.Input, &r.Output, &r.Thinking}
@@ -646,7 +650,9 @@ type recordLog struct {
 	chunks [][]Record
 }
 
-const maxChunk = 1024
+// maxChunk keeps a chunk (64 × ~300 bytes) below the runtime's large-object
+// size, whose allocations take the heap lock and cost far more.
+const maxChunk = 64
 
 func (l *recordLog) append(r Record) {
 	n := len(l.chunks)
