@@ -68,13 +68,9 @@ func (u *agentvUsage) usage() trace.Usage {
 // and ends at the last, with the text as its output.
 func readAgentV(s *source) error {
 	var doc json.RawMessage
-	data, err := s.document(&doc)
+	data, top, err := s.object(&doc)
 	if err != nil {
 		return err
-	}
-	top, err := members(data, 0)
-	if err != nil {
-		return &Error{File: s.name, Line: 1, Err: err}
 	}
 	var text, events json.RawMessage
 	var evOff int64
@@ -190,7 +186,7 @@ func (s *source) agentvEvents(data []byte, tid trace.TraceID, name string, event
 			if d > 0 {
 				r.Duration = d
 			}
-			if msg := textOf(e.Error); msg != "" && msg != "false" {
+			if msg := toolError(e.Error); msg != "" {
 				r.Type, r.Error = trace.TypeToolError, msg
 			}
 		case "model_step":
@@ -226,13 +222,21 @@ func (s *source) agentvEvents(data []byte, tid trace.TraceID, name string, event
 		Status: string(trace.TerminationSuccess), Output: jsonValue(final), Duration: end.Sub(start)})
 }
 
+// eventDuration is the event's duration, under either of its names.
 func eventDuration(e *agentvEvent) (time.Duration, error) {
-	for _, p := range []*float64{e.DurationMs, e.Duration} {
-		if p != nil {
-			return millis(*p)
-		}
+	if e.DurationMs != nil {
+		return millis(*e.DurationMs)
 	}
-	return 0, nil
+	return optMillis(e.Duration)
+}
+
+// toolError is the message of a failed tool call's "error" member: "" when
+// it is absent, null or false (AgentV writes error: false for success).
+func toolError(raw json.RawMessage) string {
+	if msg := textOf(raw); msg != "false" {
+		return msg
+	}
+	return ""
 }
 
 // AgentV result rows: one evaluated test per line. "trace" is a summary
@@ -361,11 +365,9 @@ func (s *source) agentvRow(b []byte) error {
 			e.Field = fmt.Sprintf("output[%d].%s", i, e.Field)
 			return e
 		}
-		var d time.Duration
-		if m.DurationMs != nil {
-			if d, err = millis(*m.DurationMs); err != nil {
-				return s.errf(fmt.Sprintf("output[%d].duration_ms", i), "%v", err)
-			}
+		d, err := optMillis(m.DurationMs)
+		if err != nil {
+			return s.errf(fmt.Sprintf("output[%d].duration_ms", i), "%v", err)
 		}
 		r := trace.Record{TraceID: tid, ParentID: run, SpanID: spanIDOf(tid, "output", strconv.Itoa(i))}
 		if m.Role == "assistant" || m.Role == "" {
@@ -380,11 +382,9 @@ func (s *source) agentvRow(b []byte) error {
 			return err
 		}
 		for j, tc := range m.ToolCalls {
-			var td time.Duration
-			if tc.DurationMs != nil {
-				if td, err = millis(*tc.DurationMs); err != nil {
-					return s.errf(fmt.Sprintf("output[%d].tool_calls[%d].duration_ms", i, j), "%v", err)
-				}
+			td, err := optMillis(tc.DurationMs)
+			if err != nil {
+				return s.errf(fmt.Sprintf("output[%d].tool_calls[%d].duration_ms", i, j), "%v", err)
 			}
 			span := spanIDOf(tid, "tool", strconv.Itoa(i), strconv.Itoa(j))
 			tool := firstNonEmpty(tc.Tool, tc.Name)
@@ -395,7 +395,7 @@ func (s *source) agentvRow(b []byte) error {
 			at = at.Add(td)
 			end := trace.Record{TraceID: tid, SpanID: span, ParentID: run, Time: at, Type: trace.TypeToolEnd,
 				Name: tool, Output: jsonValue(tc.Output), Duration: td}
-			if msg := textOf(tc.Error); msg != "" && msg != "false" {
+			if msg := toolError(tc.Error); msg != "" {
 				end.Type, end.Error = trace.TypeToolError, msg
 			}
 			if err := s.emit(end); err != nil {

@@ -166,6 +166,14 @@ func millis(ms float64) (time.Duration, error) {
 	return time.Duration(math.Round(ms * float64(time.Millisecond))), nil
 }
 
+// optMillis is millis of *ms, or 0 when ms is nil (the member is absent).
+func optMillis(ms *float64) (time.Duration, error) {
+	if ms == nil {
+		return 0, nil
+	}
+	return millis(*ms)
+}
+
 // textOf returns raw as text: a JSON string's content, or the JSON itself.
 func textOf(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)

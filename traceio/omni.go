@@ -59,13 +59,9 @@ type omniMemory struct {
 // time, file order breaking ties, and numbered in that order.
 func readOmni(s *source) error {
 	var doc omniTrace
-	data, err := s.document(&doc)
+	data, top, err := s.object(&doc)
 	if err != nil {
 		return err
-	}
-	top, err := members(data, 0)
-	if err != nil {
-		return &Error{File: s.name, Line: 1, Err: err}
 	}
 	raw := map[string]member{}
 	for _, m := range top {
@@ -105,10 +101,8 @@ func readOmni(s *source) error {
 		if times[i], err = parseTime(steps[i].Timestamp); err != nil {
 			return fieldErr(m, field+".timestamp", err)
 		}
-		if steps[i].DurationMs != nil {
-			if durs[i], err = millis(*steps[i].DurationMs); err != nil {
-				return fieldErr(m, field+".duration_ms", err)
-			}
+		if durs[i], err = optMillis(steps[i].DurationMs); err != nil {
+			return fieldErr(m, field+".duration_ms", err)
 		}
 	}
 	root := -1

@@ -356,6 +356,21 @@ func (s *source) document(v any) ([]byte, error) {
 	return data, nil
 }
 
+// object reads the whole input as one JSON object: it decodes it into v
+// (see document) and also returns its top-level members in file order,
+// with their offsets, so that errors can name a line.
+func (s *source) object(v any) (data []byte, top []member, err error) {
+	data, err = s.document(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	top, err = members(data, 0)
+	if err != nil {
+		return nil, nil, &Error{File: s.name, Line: 1, Err: err}
+	}
+	return data, top, nil
+}
+
 // jsonError converts an encoding/json error about data into an *Error with
 // the line (counted from firstLine) and the field it concerns.
 func jsonError(name string, data []byte, firstLine int, err error) error {
