@@ -57,17 +57,7 @@ func argsOK(e ExpectedCall, def ArgsMatch, c ToolCall) bool {
 	}
 	switch m.Rule {
 	case ArgsFields:
-		for _, f := range m.Fields {
-			ev, ok := nested(e.Args, f)
-			if !ok {
-				continue
-			}
-			av, _ := nested(actual, f)
-			if !jsEqual(ev, av) {
-				return false
-			}
-		}
-		return true
+		return len(fieldDiffs(e.Args, actual, m.Fields)) == 0
 	case ArgsSuperset:
 		am, ok := actual.(map[string]any)
 		if !ok {
@@ -98,6 +88,29 @@ func argsOK(e ExpectedCall, def ArgsMatch, c ToolCall) bool {
 		return true
 	}
 	return jsEqual(e.Args, actual)
+}
+
+// fieldDiffs compares the listed dotted fields of expected and actual, in
+// the order given; a field that expected lacks is not checked, and one that
+// actual lacks equals null (as in AgentV), so it differs only when null was
+// not expected.
+func fieldDiffs(expected map[string]any, actual any, fields []string) []ArgDiff {
+	var out []ArgDiff
+	for _, f := range fields {
+		ev, ok := nested(expected, f)
+		if !ok {
+			continue
+		}
+		av, has := nested(actual, f)
+		switch {
+		case jsEqual(ev, av):
+		case !has:
+			out = append(out, ArgDiff{Path: f, Problem: "missing", Expected: ev})
+		default:
+			out = append(out, ArgDiff{Path: f, Problem: "changed", Expected: ev, Actual: av})
+		}
+	}
+	return out
 }
 
 // nested follows a dotted path through maps.
@@ -171,19 +184,7 @@ func argDiffs(e ExpectedCall, def ArgsMatch, c ToolCall) []ArgDiff {
 	var out []ArgDiff
 	switch m.Rule {
 	case ArgsFields:
-		for _, f := range m.Fields {
-			ev, ok := nested(e.Args, f)
-			if !ok {
-				continue
-			}
-			av, has := nested(actual, f)
-			if !has {
-				out = append(out, ArgDiff{Path: f, Problem: "missing", Expected: ev})
-			} else if !jsEqual(ev, av) {
-				out = append(out, ArgDiff{Path: f, Problem: "changed", Expected: ev, Actual: av})
-			}
-		}
-		return out
+		return fieldDiffs(e.Args, actual, m.Fields)
 	case ArgsSuperset:
 		diffValue("", e.Args, actual, true, false, &out)
 	case ArgsSubset:

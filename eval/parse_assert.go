@@ -128,10 +128,8 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		a.Negate = !a.Negate
 	}
 	if w := y.get("weight"); w != nil {
-		if f, ok := w.num(); ok && f >= 0 {
+		if f, ok := p.nonNegative(w, "weight"); ok {
 			a.Weight = f
-		} else {
-			p.errorf(w.pos, "weight must be a non-negative number, got %s", w.describe())
 		}
 	}
 	if r := y.get("required"); r != nil {
@@ -251,9 +249,8 @@ func (p *fileParser) trajectorySpec(y *ynode) *TrajectorySpec {
 			p.errorf(m.pos, "minimums must map tool names to counts, e.g. minimums: {search: 2}; got %s", m.describe())
 		} else {
 			for i, k := range m.keys {
-				f, ok := m.vals[i].num()
-				if !ok || f < 0 {
-					p.errorf(m.vals[i].pos, "minimum for %q must be a non-negative number, got %s", k, m.vals[i].describe())
+				f, ok := p.nonNegative(m.vals[i], fmt.Sprintf("minimum for %q", k))
+				if !ok {
 					continue
 				}
 				s.Minimums = append(s.Minimums, Minimum{Tool: k, Count: f})
@@ -306,6 +303,17 @@ func (p *fileParser) expectedList(e *ynode) []ExpectedCall {
 		out = append(out, ec)
 	}
 	return out
+}
+
+// nonNegative returns v as a number that is not negative, or reports at
+// v's position that what must be one.
+func (p *fileParser) nonNegative(v *ynode, what string) (float64, bool) {
+	f, ok := v.num()
+	if !ok || f < 0 {
+		p.errorf(v.pos, "%s must be a non-negative number, got %s", what, v.describe())
+		return 0, false
+	}
+	return f, true
 }
 
 func (p *fileParser) checkItemKeys(y *ynode, allowed ...string) {
@@ -388,17 +396,11 @@ func (p *fileParser) toolUsed(v *ynode, at Position) *ToolUsedSpec {
 		}
 		s.Tools = []string{name}
 		if m := v.get("min"); m != nil {
-			if f, ok := m.num(); ok && f >= 0 {
-				s.Min = f
-			} else {
-				p.errorf(m.pos, "min must be a non-negative number, got %s", m.describe())
-			}
+			s.Min, _ = p.nonNegative(m, "min")
 		}
 		if m := v.get("max"); m != nil {
-			if f, ok := m.num(); ok && f >= 0 {
+			if f, ok := p.nonNegative(m, "max"); ok {
 				s.Max = &f
-			} else {
-				p.errorf(m.pos, "max must be a non-negative number, got %s", m.describe())
 			}
 		}
 		if s.Max != nil && *s.Max < s.Min {
@@ -511,12 +513,9 @@ func (p *fileParser) limits(y *ynode, k Kind) *LimitSpec {
 		if v == nil {
 			return
 		}
-		f, ok := v.num()
-		if !ok || f < 0 {
-			p.errorf(v.pos, "%s must be a non-negative number, got %s", keys[0], v.describe())
-			return
+		if f, ok := p.nonNegative(v, keys[0]); ok {
+			*dst = &f
 		}
-		*dst = &f
 	}
 	switch k {
 	case KindLatency:
