@@ -2,14 +2,12 @@ package eval
 
 import (
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
+	"github.com/loupe-dev/loupe/internal/golden"
+)
 
 // TestExplainGolden pins the explanation text of the reference cases in
 // both modes. Run `go test ./eval -run Golden -update` after an intended
@@ -27,20 +25,6 @@ func TestExplainGolden(t *testing.T) {
 			b.WriteString("\n")
 		}
 		path := filepath.Join("testdata", "golden", "explain-"+mode.String()+".txt")
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if got := b.String(); got != string(want) {
-			t.Errorf("%s differs from the golden file; run with -update if intended.\ngot:\n%s", path, got)
-		}
+		golden.CheckFile(t, path, []byte(b.String()))
 	}
 }

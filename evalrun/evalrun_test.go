@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,13 +17,13 @@ import (
 
 	"github.com/loupe-dev/loupe/eval"
 	"github.com/loupe-dev/loupe/evalrun"
+	"github.com/loupe-dev/loupe/internal/golden"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // Paths, relative to the repository root; tests run there (see inRoot).
 const (
@@ -34,27 +33,6 @@ const (
 	realRuns    = "eval/testdata/real-runs"
 	resultsFile = "../shared/testdata/real/agentv/multi-agent.eval.results.jsonl"
 )
-
-// inRoot makes the repository root the working directory, so that paths
-// (and `cat ../shared/…` commands) read as in the documentation.
-func inRoot(t *testing.T) {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			t.Chdir(dir)
-			return
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 func fixedNow() time.Time { return time.Date(2026, 2, 22, 10, 0, 0, 0, time.UTC) }
 
@@ -72,29 +50,11 @@ func execute(t *testing.T, cfg evalrun.Config) (code int, stdout, stderr string,
 	return code, out.String(), errb.String(), err
 }
 
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("evalrun", "testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./evalrun -update creates it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (go test ./evalrun -update rewrites it); got:\n%s", path, got)
-	}
-}
-
 // The same cases graded on the same calls, whichever way the run arrives:
 // a command printing the static trace, the trace file itself, and a
 // scripted agent making the same calls.
 func TestTargetsOnStaticTrace(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	tests := []struct {
 		name     string
 		cfg      evalrun.Config
@@ -128,16 +88,16 @@ func TestTargetsOnStaticTrace(t *testing.T) {
 }
 
 func TestSummaryGolden(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	_, stdout, _, err := execute(t, evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "static-command.txt", stdout)
+	golden.CheckFile(t, "evalrun/testdata/golden/static-command.txt", []byte(stdout))
 }
 
 func TestJUnitGolden(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	junit := filepath.Join(t.TempDir(), "report.xml")
 	_, _, _, err := execute(t, evalrun.Config{
 		Files:   []string{staticEval, filepath.Join(realAgentV, "trace-evaluation.suite.yaml")},
@@ -158,14 +118,14 @@ func TestJUnitGolden(t *testing.T) {
 	if err := xml.Unmarshal(b, &v); err != nil || v.Tests != 9 || v.Failures != 2 || v.Skipped != 5 {
 		t.Errorf("testsuites: %+v, err %v; want 9 tests, 2 failures, 5 skipped", v, err)
 	}
-	checkGolden(t, "report.junit.xml", string(b))
+	golden.CheckFile(t, "evalrun/testdata/golden/report.junit.xml", b)
 }
 
 // The rows carry AgentV's field names: every top-level, scores-entry and
 // trace-summary field of the real results file appears in Loupe's rows
 // (output only with --include-trace, as in AgentV).
 func TestRowFieldNamesMatchAgentV(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	realTop, realScore, realTrace := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, r := range readRows(t, resultsFile) {
 		for k := range r {
@@ -212,7 +172,7 @@ func TestRowFieldNamesMatchAgentV(t *testing.T) {
 // The real AgentV eval files, run offline against the recorded
 // transcripts, with the verdicts of eval's own real-file test.
 func TestRealFilesWithTranscripts(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	tests := []struct {
 		file, runs       string
 		pass, fail, skip int
@@ -271,7 +231,7 @@ func TestRealFilesWithTranscripts(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("tests:\n  - id: x\n    assertions:\n      - type: no-such-type\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -321,7 +281,7 @@ func TestExitCodes(t *testing.T) {
 
 // Workers change how long a run takes, never the results or their order.
 func TestWorkersKeepInputOrder(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	var outs []string
 	for _, w := range []int{1, 8} {
 		cfg := evalrun.Config{Files: []string{filepath.Join("eval", "testdata", "agentv-ref", "cases.yaml")},
@@ -340,7 +300,7 @@ func TestWorkersKeepInputOrder(t *testing.T) {
 }
 
 func TestProgressBar(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	_, _, stderr, err := execute(t, evalrun.Config{Files: []string{staticEval}, Traces: []string{staticTrace}, Progress: true})
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +317,7 @@ func TestProgressBar(t *testing.T) {
 // Results are stored with the runs they graded; ResultsFor finds them from
 // the run's trace id; --from-store grades the stored runs again.
 func TestStoreRoundTrip(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	db := filepath.Join(t.TempDir(), "loupe.db")
 	open := func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }
 	cfg := evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts", DB: db, OpenStore: open,
@@ -415,7 +375,7 @@ func TestStoreRoundTrip(t *testing.T) {
 
 // A store that cannot be opened does not change the verdict; it is said.
 func TestStoreUnavailableIsReported(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	code, _, stderr, err := execute(t, evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts",
 		DB: filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"),
 		OpenStore: func(ctx context.Context, dsn string) (store.Store, error) {
@@ -468,7 +428,7 @@ func TestAssign(t *testing.T) {
 
 // Summarize agrees with trace.Stats on the real static trace.
 func TestSummarizeStaticTrace(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	recs, _, err := traceio.ReadFile(staticTrace, traceio.FormatAuto)
 	if err != nil {
 		t.Fatal(err)
@@ -512,7 +472,7 @@ func asList(v any) []any {
 // in a run named after the case, a failure is still graded, and a panic is
 // reported as a case that could not run.
 func TestAgentTarget(t *testing.T) {
-	inRoot(t)
+	testrepo.Chdir(t)
 	f, err := eval.ParseFile(staticEval)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"github.com/loupe-dev/loupe/trace"
 )
 
@@ -36,7 +37,7 @@ func fuzzRead(t *testing.T, f Format, data []byte) {
 // their first 4 KiB (at a line end where there is one): the fuzzer's
 // mutations of long inputs are slow, and the start holds the structure.
 func seed(f *testing.F, files ...string) {
-	real := realDir(f)
+	real := testrepo.Real(f, "")
 	for _, name := range files {
 		for _, dir := range []string{real, "testdata"} {
 			b, err := os.ReadFile(filepath.Join(dir, name))

@@ -3,7 +3,6 @@ package traceio
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,29 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loupe-dev/loupe/internal/golden"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"github.com/loupe-dev/loupe/trace"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// realDir returns ../shared/testdata/real beside the repository root.
-func realDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "testdata", "real")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-}
 
 func encode(recs []trace.Record) []byte {
 	var b bytes.Buffer
@@ -41,27 +21,6 @@ func encode(recs []trace.Record) []byte {
 		panic(err)
 	}
 	return b.Bytes()
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; run go test -run %s -update and review the diff.\ngot:\n%s", path, t.Name(), got)
-	}
 }
 
 // byTrace groups records by trace id, in first-seen order.
@@ -112,7 +71,7 @@ func checkWellFormed(t *testing.T, recs []trace.Record) {
 }
 
 func TestRealFiles(t *testing.T) {
-	real := realDir(t)
+	real := testrepo.Real(t, "")
 	tests := []struct {
 		file    string
 		format  Format
@@ -277,7 +236,7 @@ func TestRealFiles(t *testing.T) {
 			if !bytes.Equal(encode(again), got) {
 				t.Error("re-importing the same file gave different records")
 			}
-			golden(t, strings.ReplaceAll(tt.file, "/", "_")+".golden.jsonl", got)
+			golden.Check(t, strings.ReplaceAll(tt.file, "/", "_")+".golden.jsonl", got)
 
 			// Loupe JSONL written from the import reads back the same.
 			back, f, err := ReadFile(filepath.Join("testdata", strings.ReplaceAll(tt.file, "/", "_")+".golden.jsonl"), FormatAuto)
@@ -391,7 +350,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestReadStopsEarly(t *testing.T) {
-	path := filepath.Join(realDir(t), "fragola", "otel-traces.jsonl")
+	path := filepath.Join(testrepo.Real(t, ""), "fragola", "otel-traces.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

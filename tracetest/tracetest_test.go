@@ -3,20 +3,16 @@ package tracetest_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/loupe-dev/loupe/eval"
+	"github.com/loupe-dev/loupe/internal/golden"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/tracetest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // fakeTB records failures instead of failing the test, so failure messages
 // can be asserted.
@@ -106,7 +102,7 @@ func TestFailureMessages(t *testing.T) {
 		{"tool calls", func(tr *tracetest.Trajectory) { tr.MaxToolCalls(3) }, "tool calls 4 > 3 max"},
 		{"output", func(tr *tracetest.Trajectory) { tr.OutputContains("Rust") }, `output does not contain "Rust"`},
 	}
-	var golden strings.Builder
+	var failures strings.Builder
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeTB{}
@@ -117,10 +113,10 @@ func TestFailureMessages(t *testing.T) {
 			if !strings.Contains(f.errs[0], tt.want) {
 				t.Errorf("message does not contain %q:\n%s", tt.want, f.errs[0])
 			}
-			fmt.Fprintf(&golden, "=== %s\n%s\n", tt.name, f.errs[0])
+			fmt.Fprintf(&failures, "=== %s\n%s\n", tt.name, f.errs[0])
 		})
 	}
-	checkGolden(t, "failures.golden", golden.String())
+	golden.Check(t, "failures.golden", []byte(failures.String()))
 }
 
 // The message for a failed in-order assertion, in full: the same text eval
@@ -203,23 +199,5 @@ func TestRunAndFromContext(t *testing.T) {
 	tracetest.FromContext(h, ec).Called("x").MaxToolCalls(1)
 	if len(h.errs) > 0 {
 		t.Error(h.errs)
-	}
-}
-
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, got)
 	}
 }

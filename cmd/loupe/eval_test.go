@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loupe-dev/loupe/internal/testrepo"
 )
 
 // runLoupe runs the loupe command in process and returns its exit status
@@ -26,25 +28,8 @@ func runLoupe(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return 0, out.String(), errb.String()
 }
 
-// chdirRoot makes the repository root the working directory, where
-// ../shared is.
-func chdirRoot(t *testing.T) {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			t.Chdir(dir)
-			return
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = filepath.Dir(dir)
-	}
-}
-
 func TestEvalCommand(t *testing.T) {
-	chdirRoot(t)
+	testrepo.Chdir(t)
 	t.Setenv("LOUPE_DB", filepath.Join(t.TempDir(), "loupe.db"))
 	tmp := t.TempDir()
 	const (

@@ -3,18 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/loupe-dev/loupe/internal/golden"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // realFiles are the trace files in ../shared/testdata/real that loupe can import.
 var realFiles = []string{
@@ -23,20 +22,6 @@ var realFiles = []string{
 	"omni/session_failed_run.trace.json",
 	"omni/session_rag_demo.trace.json",
 	"fragola/otel-traces.jsonl",
-}
-
-func realPath(t *testing.T, name string) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "testdata", "real", name)
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = filepath.Dir(dir)
-	}
 }
 
 // run runs loupe with args against db in-process and returns stdout,
@@ -61,25 +46,6 @@ func mustRun(t *testing.T, db string, args ...string) string {
 	return out
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update to accept):\n%s", path, got)
-	}
-}
-
 // fixedNow makes relative times (--since, prune) deterministic: the real
 // files' traces are from 2024 to 2026-11.
 func fixedNow(t *testing.T) {
@@ -92,7 +58,7 @@ func importAll(t *testing.T, db string) string {
 	t.Helper()
 	args := []string{"traces", "import"}
 	for _, f := range realFiles {
-		args = append(args, realPath(t, f))
+		args = append(args, testrepo.Real(t, f))
 	}
 	return mustRun(t, db, args...)
 }
@@ -117,8 +83,8 @@ func TestTracesImportAndList(t *testing.T) {
 		t.Errorf("re-import added records:\n%s", out)
 	}
 
-	golden(t, "ls.txt", mustRun(t, db, "traces", "ls"))
-	golden(t, "ls_errors.txt", mustRun(t, db, "traces", "ls", "--errors", "--since", "400d"))
+	golden.Check(t, "ls.txt", []byte(mustRun(t, db, "traces", "ls")))
+	golden.Check(t, "ls_errors.txt", []byte(mustRun(t, db, "traces", "ls", "--errors", "--since", "400d")))
 
 	var page struct {
 		Traces []struct {
@@ -160,14 +126,14 @@ func TestTracesShowSearchExportRmPrune(t *testing.T) {
 	importAll(t, db)
 
 	// The omni trace, by a prefix of its id.
-	recs, _, err := traceio.ReadFile(realPath(t, "omni/session_failed_run.trace.json"), traceio.FormatAuto)
+	recs, _, err := traceio.ReadFile(testrepo.Real(t, "omni/session_failed_run.trace.json"), traceio.FormatAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
 	omniID := recs[0].TraceID.String()
-	golden(t, "show_omni.txt", mustRun(t, db, "traces", "show", omniID[:8]))
-	golden(t, "show_omni_io.txt", mustRun(t, db, "traces", "show", "--io", omniID))
-	golden(t, "show_agentv.txt", mustRun(t, db, "traces", "show", "b03402200f97"))
+	golden.Check(t, "show_omni.txt", []byte(mustRun(t, db, "traces", "show", omniID[:8])))
+	golden.Check(t, "show_omni_io.txt", []byte(mustRun(t, db, "traces", "show", "--io", omniID)))
+	golden.Check(t, "show_agentv.txt", []byte(mustRun(t, db, "traces", "show", "b03402200f97")))
 
 	var whole struct {
 		Records []trace.Record `json:"records"`
@@ -188,8 +154,8 @@ func TestTracesShowSearchExportRmPrune(t *testing.T) {
 		t.Errorf("show unknown prefix: %v", err)
 	}
 
-	golden(t, "search_typed.txt", mustRun(t, db, "traces", "search", "typed", "languages", "--tool", "evaluator.evaluate"))
-	golden(t, "search_thinkpad.txt", mustRun(t, db, "traces", "search", `"battery life"`, "--type", "tool.end"))
+	golden.Check(t, "search_typed.txt", []byte(mustRun(t, db, "traces", "search", "typed", "languages", "--tool", "evaluator.evaluate")))
+	golden.Check(t, "search_thinkpad.txt", []byte(mustRun(t, db, "traces", "search", `"battery life"`, "--type", "tool.end")))
 	if out := mustRun(t, db, "traces", "search", "vertex-ai", "--type", "model.call", "--status", "error"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "[vertex-ai]") {
 		t.Errorf("search vertex-ai:\n%s", out)
 	}
@@ -248,7 +214,7 @@ func TestTracesImportBadFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(good+"\n"+`{"v":1,"trace_id":"0102030405060708090a0b0c0d0e0f10","span_id":"0102030405060708","seq":2,"time":"yesterday","type":"run.end"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, err := run(t, db, "traces", "import", bad, realPath(t, "agentv/static-trace.json"))
+	out, errOut, err := run(t, db, "traces", "import", bad, testrepo.Real(t, "agentv/static-trace.json"))
 	if err == nil {
 		t.Fatal("import of a bad file exited 0")
 	}
@@ -272,7 +238,7 @@ func TestDBFromEnv(t *testing.T) {
 	root := newRootCmd()
 	var out bytes.Buffer
 	root.SetOut(&out)
-	root.SetArgs([]string{"traces", "import", realPath(t, "agentv/static-trace.json")})
+	root.SetArgs([]string{"traces", "import", testrepo.Real(t, "agentv/static-trace.json")})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/loupe-dev/loupe/eval"
 	"github.com/loupe-dev/loupe/eval/fromtrace"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
 )
@@ -160,7 +159,7 @@ func TestTrajectoryUnsortedInput(t *testing.T) {
 
 // The real AgentV static trace, read by traceio, graded like AgentV does.
 func TestTrajectoryRealStaticTrace(t *testing.T) {
-	recs, _, err := traceio.ReadFile(realFile(t, "agentv/static-trace.json"), traceio.FormatAuto)
+	recs, _, err := traceio.ReadFile(testrepo.Real(t, "agentv/static-trace.json"), traceio.FormatAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,25 +193,6 @@ func TestSplit(t *testing.T) {
 	got := fromtrace.Split(mixed)
 	if len(got) != 2 || got[0][0].TraceID != a[0].TraceID || len(got[0]) != 2 || got[1][1].TraceID != b[0].TraceID {
 		t.Errorf("Split = %v", got)
-	}
-}
-
-// realFile finds ../shared/testdata/real/<rel> beside the repository root.
-func realFile(t *testing.T, rel string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "testdata", "real", rel)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
 	}
 }
 

@@ -1,0 +1,44 @@
+// Package testrepo finds the repository root and the shared real input
+// files beside it (../shared/testdata/real), for tests in any package.
+package testrepo
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Root returns the repository root: the nearest directory at or above the
+// working directory that holds go.mod. It fails t when there is none.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found at or above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// Chdir makes the repository root the working directory for the rest of
+// the test (see testing.T.Chdir), so that paths read as in the docs.
+func Chdir(t testing.TB) {
+	t.Helper()
+	t.Chdir(Root(t))
+}
+
+// Real returns the path of the shared real input rel (slash-separated, e.g.
+// "agentv/static-trace.json"), or of the directory itself when rel is "".
+// The CI machine always has ../shared beside the repository.
+func Real(t testing.TB, rel string) string {
+	t.Helper()
+	return filepath.Join(Root(t), "..", "shared", "testdata", "real", filepath.FromSlash(rel))
+}
