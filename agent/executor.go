@@ -23,7 +23,7 @@ const (
 
 // A Step is the outcome of one iteration of an AgentLoop.
 type Step struct {
-	Action Action
+	Action Action // whether the loop runs another iteration
 	Answer string // ActionTerminate: the final answer
 	Err    error  // ActionTerminate: why the run failed, if it did
 }
@@ -83,6 +83,7 @@ type LimitError struct {
 	Err    error                   // the context's error, for timeout and context_canceled
 }
 
+// Error returns Msg: which limit was hit, with the numbers.
 func (e *LimitError) Error() string { return e.Msg }
 
 // Unwrap returns the context's error, if a context ended the run.
@@ -90,13 +91,13 @@ func (e *LimitError) Unwrap() error { return e.Err }
 
 // Result is a finished run: its answer together with its trace.
 type Result struct {
-	Answer      string
-	Records     []trace.Record // the run's records, nested runs included, in Seq order; nil when untraced
-	Stats       trace.Stats    // aggregates of Records
-	Duration    time.Duration
-	Termination trace.TerminationReason
-	Err         error // why the run failed; nil on success
-	TraceID     trace.TraceID
+	Answer      string                  // the final answer; "" when the run failed before one
+	Records     []trace.Record          // the run's records, nested runs included, in Seq order; nil when untraced
+	Stats       trace.Stats             // aggregates of Records
+	Duration    time.Duration           // wall time from start to end
+	Termination trace.TerminationReason // why the run ended (success included)
+	Err         error                   // why the run failed; nil on success
+	TraceID     trace.TraceID           // the run's trace; zero when untraced
 }
 
 // An Executor runs AgentLoops with hooks, limits and tracing. Its fields
@@ -455,8 +456,8 @@ type HookPoint string
 // fields of its Point are set. Hooks that fire before a call may modify
 // what the pointers point to (the request, the tool call) to change it.
 type HookEvent struct {
-	Point     HookPoint
-	Iteration int // the current iteration, from 1; 0 before the first
+	Point     HookPoint // where the hook fires; it says which fields are set
+	Iteration int       // the current iteration, from 1; 0 before the first
 
 	Input       string                  // BeforeRun: the run's input
 	Answer      string                  // AfterRun: the final answer
@@ -489,10 +490,11 @@ func (f HookFunc) Fire(ctx context.Context, ec *trace.ExecutionContext, ev *Hook
 
 // A HookError reports that a hook aborted the run.
 type HookError struct {
-	Point HookPoint
-	Err   error
+	Point HookPoint // where the hook fired
+	Err   error     // what the hook returned
 }
 
+// Error names the hook point and the hook's error.
 func (e *HookError) Error() string {
 	return fmt.Sprintf("hook %s aborted the run: %v", e.Point, e.Err)
 }

@@ -44,8 +44,8 @@ type ToolDef struct {
 // A Request is what a Model is asked. A Model must not modify it or keep
 // its slices after Generate returns.
 type Request struct {
-	Messages []Message
-	Tools    []ToolDef
+	Messages []Message // the conversation so far, oldest first
+	Tools    []ToolDef // the tools the model may call; empty for none
 	// OnDelta, if not nil, receives streamed chunks as the model produces
 	// them: kind is "text" or "thinking". A Model that does not stream
 	// ignores it. The runtime sets it when the run is traced, so each
@@ -55,9 +55,9 @@ type Request struct {
 
 // A Response is what a Model answered: text, tool calls, or both.
 type Response struct {
-	Content      string
-	Thinking     string
-	ToolCalls    []ToolCall
+	Content      string      // the answer text, or text alongside tool calls
+	Thinking     string      // reasoning text, when the provider returns it
+	ToolCalls    []ToolCall  // tools the model asks to call; none means a final answer
 	Usage        trace.Usage // tokens and cost of this call
 	FinishReason string      // as the provider says it: "stop", "tool_calls", "length", …
 }

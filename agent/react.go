@@ -200,7 +200,7 @@ func writeTranscript(b *strings.Builder, m Message) {
 // and its tokens, cost and tool calls roll up into the caller's stats.
 type SubAgent struct {
 	ToolName    string // the tool's name, also the nested run's name
-	Description string
+	Description string // the tool's description, shown to the calling model
 	// Executor runs the nested run (its hooks and limits apply); nil
 	// means a zero Executor.
 	Executor *Executor

@@ -5,9 +5,9 @@ import "fmt"
 // Error is a problem in an eval file or transcript, located by file, line
 // and column. Msg says what is wrong and what to do about it.
 type Error struct {
-	File string
-	Pos  Position
-	Msg  string
+	File string   // the file as named to the parser
+	Pos  Position // where in File; zero when not known
+	Msg  string   // what is wrong and what to do
 }
 
 // Error formats the error as file:line:column: message.

@@ -27,6 +27,7 @@ const DefaultThreshold = 0.8
 // Options configure evaluation. The zero value is usable: Loupe semantics,
 // threshold 0.8, no judge (judge assertions are skipped).
 type Options struct {
+	// Mode picks the grading semantics; the zero value is ModeDefault.
 	Mode Mode
 	// Threshold is the case pass mark in (0,1]; 0 means DefaultThreshold.
 	Threshold float64
@@ -50,17 +51,17 @@ type Judge interface {
 
 // JudgeRequest is what a Judge sees.
 type JudgeRequest struct {
-	CaseID     string
-	Criteria   string // the case's expected outcome
-	Prompt     string // the assertion's rubric
-	Input      string
-	Trajectory Trajectory
+	CaseID     string     // the case graded
+	Criteria   string     // the case's expected outcome
+	Prompt     string     // the assertion's rubric
+	Input      string     // the case's input to the agent
+	Trajectory Trajectory // what the agent did; the Judge must not modify it
 }
 
 // JudgeResult is a Judge's grade.
 type JudgeResult struct {
-	Score  float64
-	Reason string
+	Score  float64 // in [0,1]; values outside are clamped
+	Reason string  // why, in a sentence, for reports
 }
 
 // Verdict is pass, fail or skip.
@@ -75,9 +76,9 @@ const (
 
 // Check is one elementary observation inside an assertion.
 type Check struct {
-	Text    string
-	Passed  bool
-	Skipped bool // the check could not be made (e.g. no duration recorded)
+	Text    string // what was checked, with the values seen
+	Passed  bool   // the observation held
+	Skipped bool   // the check could not be made (e.g. no duration recorded)
 }
 
 // CallMetrics are partial-credit measures of a trajectory against expected
@@ -97,12 +98,12 @@ type CallMetrics struct {
 
 // AssertionResult is the outcome of one assertion.
 type AssertionResult struct {
-	Name    string
-	Kind    Kind
-	Pos     Position
-	Score   float64
-	Verdict Verdict
-	Weight  float64
+	Name    string   // the assertion's name (its kind when it has none)
+	Kind    Kind     // the assertion's kind
+	Pos     Position // where the assertion is in its eval file
+	Score   float64  // in [0,1], after negation
+	Verdict Verdict  // pass, fail, or skip (not counted in the case score)
+	Weight  float64  // the assertion's share of the case score
 	// Negated is set when the result was inverted by negate / not-.
 	Negated bool
 	// Reason explains a skip.
@@ -118,12 +119,12 @@ type AssertionResult struct {
 
 // CaseResult is the outcome of one case.
 type CaseResult struct {
-	CaseID     string
-	Mode       Mode
-	Threshold  float64
-	Score      float64
-	Verdict    Verdict
-	Assertions []AssertionResult
+	CaseID     string            // the case's id
+	Mode       Mode              // the semantics it was graded with
+	Threshold  float64           // the pass mark Score was held against
+	Score      float64           // weighted mean of the scored (not skipped) assertions; 0 when a required one failed
+	Verdict    Verdict           // pass when Score reaches Threshold; skip when nothing was scored (ModeDefault)
+	Assertions []AssertionResult // in the order of the case's assertions
 	// RequiredFailed names a required assertion that zeroed the score.
 	RequiredFailed string
 	// Metrics are the partial-credit measures of the first assertion with

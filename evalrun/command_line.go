@@ -23,13 +23,13 @@ type Config struct {
 
 	// Exactly one target: Command, Transcripts, Traces, FromStore or
 	// Agent.
-	Command     string        // a shell command printing an AgentV trace
-	Timeout     time.Duration // per run of Command or Agent; 0: none
-	Transcripts []string      // AgentV transcript JSONL files
-	Traces      []string      // trace files in any format traceio reads
-	TraceFormat string        // the Traces' format; "" or "auto" detects
-	FromStore   bool          // grade traces already in the store
-	Selection   StoreSelection
+	Command     string         // a shell command printing an AgentV trace
+	Timeout     time.Duration  // per run of Command or Agent; 0: none
+	Transcripts []string       // AgentV transcript JSONL files
+	Traces      []string       // trace files in any format traceio reads
+	TraceFormat string         // the Traces' format; "" or "auto" detects
+	FromStore   bool           // grade traces already in the store
+	Selection   StoreSelection // which stored traces FromStore grades
 	// Script is a scripted-model file or directory (ScriptTarget).
 	Script string
 	// Agent, when set, is an in-process agent target built by the caller

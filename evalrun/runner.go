@@ -55,13 +55,13 @@ type Result struct {
 
 // Report is the outcome of an evaluation, results in input order.
 type Report struct {
-	Target    string
-	Mode      eval.Mode
-	Threshold float64
-	Files     []*eval.File
-	Results   []Result
-	Started   time.Time
-	Elapsed   time.Duration
+	Target    string        // the target's name, as in result rows
+	Mode      eval.Mode     // the grading semantics
+	Threshold float64       // the case pass mark used
+	Files     []*eval.File  // the eval files, in the order given
+	Results   []Result      // one per graded case, in input order
+	Started   time.Time     // when the evaluation began
+	Elapsed   time.Duration // how long it took in all
 }
 
 // Counts tallies the verdicts.

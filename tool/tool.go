@@ -109,10 +109,11 @@ func (t *FuncTool[In, Out]) decode(input json.RawMessage) (In, error) {
 // An InputError reports tool input that does not satisfy the tool's
 // schema. The function was not called.
 type InputError struct {
-	Tool string
+	Tool string // the tool's name
 	Msg  string // what is wrong, naming the field
 }
 
+// Error names the tool and what is wrong with the input.
 func (e *InputError) Error() string {
 	return fmt.Sprintf("invalid input for tool %s: %s", e.Tool, e.Msg)
 }

@@ -82,9 +82,11 @@ type Error struct {
 	File  string // the file name given to Read
 	Line  int    // 1-based line, or 0
 	Field string // JSON path of the field, e.g. "trace[3].id" or "startTime"
-	Err   error
+	Err   error  // what is wrong
 }
 
+// Error formats the error as file:line: field F: message, leaving out the
+// parts that are not known.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -101,6 +103,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Unwrap returns Err.
 func (e *Error) Unwrap() error { return e.Err }
 
 // maxDocument bounds whole-document formats (AgentV trace, omni trace),

@@ -48,11 +48,11 @@ import (
 // A Script is a parsed script. It is immutable and safe for concurrent
 // use; each Model made from it plays it from the start.
 type Script struct {
-	Model    string `yaml:"model"`
-	Provider string `yaml:"provider"`
-	Price    *Price `yaml:"price"`
-	Stream   bool   `yaml:"stream"`
-	Turns    []Turn `yaml:"turns"`
+	Model    string `yaml:"model"`    // the model name the calls report
+	Provider string `yaml:"provider"` // the provider in the calls' usage
+	Price    *Price `yaml:"price"`    // prices the calls without cost_usd; nil: they cost 0
+	Stream   bool   `yaml:"stream"`   // deliver each answer as deltas through Request.OnDelta
+	Turns    []Turn `yaml:"turns"`    // the answers, in the order they are played
 
 	file string
 	pos  []string // "file:line:column" of each turn
