@@ -169,21 +169,11 @@ func Read(r io.Reader, name string, f Format) iter.Seq2[trace.Record, error] {
 // it; see Read). It returns the records read, the format, and the first
 // error; on an error the records before it are returned too.
 func ReadFile(path string, f Format) ([]trace.Record, Format, error) {
-	file, err := os.Open(path)
+	file, f, err := OpenFile(path, f)
 	if err != nil {
 		return nil, f, err
 	}
 	defer file.Close()
-	if f == FormatAuto || f == "" {
-		head := make([]byte, detectPeek)
-		n, _ := io.ReadFull(file, head)
-		if f, err = Detect(head[:n]); err != nil {
-			return nil, FormatAuto, &Error{File: path, Err: err}
-		}
-		if _, err := file.Seek(0, io.SeekStart); err != nil {
-			return nil, f, err
-		}
-	}
 	var recs []trace.Record
 	for rec, err := range Read(file, path, f) {
 		if err != nil {
@@ -192,6 +182,35 @@ func ReadFile(path string, f Format) ([]trace.Record, Format, error) {
 		recs = append(recs, rec)
 	}
 	return recs, f, nil
+}
+
+// OpenFile opens the trace file at path for Read and tells its format: f
+// itself, or, for FormatAuto, the format Detect finds in the file's first
+// 64 KiB. The file is positioned at its start; the caller closes it. A file
+// whose format cannot be told is closed and reported as an *Error.
+func OpenFile(path string, f Format) (*os.File, Format, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, f, err
+	}
+	if f != FormatAuto && f != "" {
+		return file, f, nil
+	}
+	head := make([]byte, detectPeek)
+	n, err := io.ReadFull(file, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		file.Close()
+		return nil, FormatAuto, &Error{File: path, Err: err}
+	}
+	if f, err = Detect(head[:n]); err != nil {
+		file.Close()
+		return nil, FormatAuto, &Error{File: path, Err: err}
+	}
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		file.Close()
+		return nil, f, err
+	}
+	return file, f, nil
 }
 
 // Detect tells the format of a trace file from its first bytes (the first

@@ -374,21 +374,12 @@ func Import(ctx context.Context, st store.Store, path string, f traceio.Format) 
 		res.Err, res.Error = err, err.Error()
 		return res
 	}
-	file, err := os.Open(path)
+	file, format, err := traceio.OpenFile(path, f)
 	if err != nil {
 		return fail(err)
 	}
 	defer file.Close()
-	if f == traceio.FormatAuto || f == "" {
-		head := make([]byte, 64<<10)
-		n, _ := io.ReadFull(file, head)
-		if res.Format, err = traceio.Detect(head[:n]); err != nil {
-			return fail(&traceio.Error{File: path, Err: err})
-		}
-		if _, err := file.Seek(0, io.SeekStart); err != nil {
-			return fail(err)
-		}
-	}
+	res.Format = format
 	seen := map[trace.TraceID]bool{}
 	batch := make([]trace.Record, 0, importBatch)
 	flush := func() error {
@@ -424,6 +415,53 @@ func Import(ctx context.Context, st store.Store, path string, f traceio.Format) 
 		return fail(readErr)
 	}
 	return res
+}
+
+// ImportFiles imports each file in paths in turn (see Import) and writes
+// a line per file to w, or, with asJSON, the results as one JSON array.
+// Each failure is also written to errw as it happens. A bad file does not
+// stop the others; when any failed, the error wraps ErrSome.
+func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths []string, f traceio.Format, asJSON bool) error {
+	results := make([]ImportResult, 0, len(paths))
+	failed := 0
+	for _, path := range paths {
+		r := Import(ctx, st, path, f)
+		results = append(results, r)
+		if r.Err != nil {
+			failed++
+			fmt.Fprintln(errw, "loupe:", r.Err)
+		}
+		if !asJSON {
+			fmt.Fprintf(w, "%s: %s, %d records in %d traces (%d new)\n", path, r.Format, r.Records, r.Traces, r.Added)
+		}
+	}
+	if asJSON {
+		if err := WriteJSON(w, results); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d files failed to import: %w", failed, len(paths), ErrSome)
+	}
+	return nil
+}
+
+// ExportFile is Export to a file created (or truncated) at path; it
+// reports what it wrote to errw.
+func ExportFile(ctx context.Context, path string, errw io.Writer, st store.Store, f store.Filter) (int, error) {
+	file, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := Export(ctx, file, st, f)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("exporting to %s: %w", path, err)
+	}
+	fmt.Fprintf(errw, "wrote %d records to %s\n", n, path)
+	return n, nil
 }
 
 // Export writes the records of the traces matching f to w as Loupe JSON

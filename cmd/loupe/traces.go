@@ -333,19 +333,8 @@ func newTracesExportCmd() *cobra.Command {
 					_, err := tracesview.Export(ctx, cmd.OutOrStdout(), st, f)
 					return err
 				}
-				file, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				n, err := tracesview.Export(ctx, file, st, f)
-				if cerr := file.Close(); err == nil {
-					err = cerr
-				}
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d records to %s\n", n, out)
-				return nil
+				_, err := tracesview.ExportFile(ctx, out, cmd.ErrOrStderr(), st, f)
+				return err
 			})
 		},
 	}
@@ -374,29 +363,7 @@ other files are imported, and the command exits non-zero.`,
 				return err
 			}
 			return withStore(cmd, func(ctx context.Context, st store.Store) error {
-				out := cmd.OutOrStdout()
-				var results []tracesview.ImportResult
-				failed := 0
-				for _, path := range args {
-					r := tracesview.Import(ctx, st, path, f)
-					results = append(results, r)
-					if r.Err != nil {
-						failed++
-						fmt.Fprintln(cmd.ErrOrStderr(), "loupe:", r.Err)
-					}
-					if !asJSON {
-						fmt.Fprintf(out, "%s: %s, %d records in %d traces (%d new)\n", path, r.Format, r.Records, r.Traces, r.Added)
-					}
-				}
-				if asJSON {
-					if err := tracesview.WriteJSON(out, results); err != nil {
-						return err
-					}
-				}
-				if failed > 0 {
-					return fmt.Errorf("%d of %d files failed to import: %w", failed, len(args), tracesview.ErrSome)
-				}
-				return nil
+				return tracesview.ImportFiles(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), st, args, f, asJSON)
 			})
 		},
 	}
