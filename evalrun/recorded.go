@@ -31,7 +31,7 @@ import (
 // and how to select them. The result is indexed like cases.
 func Assign(cases []CaseRef, runs []*Run) ([]*Run, error) {
 	if len(runs) == 0 {
-		return nil, errors.New("no recorded runs to grade: the source holds no trace")
+		return nil, errors.New("no recorded runs to grade: the transcript or trace files hold no trace; check that they are the files the agent wrote")
 	}
 	out := make([]*Run, len(cases))
 	byName := true

@@ -356,6 +356,9 @@ func (s *source) lines(fn func(line []byte) error) error {
 	}
 	if err := sc.Err(); err != nil {
 		s.line++
+		if errors.Is(err, bufio.ErrTooLong) {
+			return s.errf("", "line longer than %d MiB; a record this large is not a trace line (is the file JSON lines?)", maxLine>>20)
+		}
 		return s.errf("", "%v", err)
 	}
 	return nil
