@@ -342,7 +342,7 @@ func (s *source) agentvRow(b []byte) error {
 	var sum agentvSummary
 	if len(row.Trace) > 0 {
 		if err := json.Unmarshal(row.Trace, &sum); err != nil {
-			e := jsonError(s.name, b, s.line, err).(*Error)
+			e := jsonError(s.name, b, s.line, err)
 			e.Field = "trace." + e.Field
 			return e
 		}
@@ -361,7 +361,7 @@ func (s *source) agentvRow(b []byte) error {
 	for i, mm := range msgs {
 		var m agentvMessage
 		if err := json.Unmarshal(mm.raw, &m); err != nil {
-			e := jsonError(s.name, b, s.line, err).(*Error)
+			e := jsonError(s.name, b, s.line, err)
 			e.Field = fmt.Sprintf("output[%d].%s", i, e.Field)
 			return e
 		}

@@ -398,7 +398,7 @@ func (s *source) object(v any) (data []byte, top []member, err error) {
 
 // jsonError converts an encoding/json error about data into an *Error with
 // the line (counted from firstLine) and the field it concerns.
-func jsonError(name string, data []byte, firstLine int, err error) error {
+func jsonError(name string, data []byte, firstLine int, err error) *Error {
 	e := &Error{File: name, Line: firstLine, Err: err}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
