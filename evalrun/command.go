@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/eval"
 	"github.com/loupe-dev/loupe/trace"
@@ -123,9 +124,13 @@ func tail(stderr []byte) string {
 	if s == "" {
 		return ""
 	}
-	const max = 2000
-	if len(s) > max {
-		s = "…" + s[len(s)-max:]
+	const limit = 2000
+	if len(s) > limit {
+		cut := len(s) - limit
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++ // do not split a character
+		}
+		s = "…" + s[cut:]
 	}
 	return "; standard error:\n" + s
 }
