@@ -60,14 +60,11 @@ func (t *AgentTarget) Run(ctx context.Context, c CaseRef) (run *Run, err error) 
 		}
 	}()
 	answer, aerr := t.Func(ctx, c)
-	if aerr != nil {
-		ec.Error(aerr)
-		ec.Terminate(trace.ReasonFor(aerr), aerr)
-	}
+	var result trace.Value
 	if answer != "" {
-		ec.SetResult(trace.Text(answer))
+		result = trace.Text(answer)
 	}
-	ec.End()
+	ec.Finish(result, aerr)
 	return RunFromRecords(ec.Records(), t.Name()), nil
 }
 

@@ -593,6 +593,24 @@ func (ec *ExecutionContext) End() {
 	ec.Record(r)
 }
 
+// Finish ends the run with its outcome in one call: it records err (if
+// not nil) as an error record, so that it counts in Stats, sets the
+// termination reason ReasonFor(err) unless one is set already, keeps
+// result (if not empty) as the run's result, and calls End.
+func (ec *ExecutionContext) Finish(result Value, err error) {
+	if ec == nil {
+		return
+	}
+	if err != nil {
+		ec.Error(err)
+		ec.Terminate(ReasonFor(err), err)
+	}
+	if len(result) > 0 {
+		ec.SetResult(result)
+	}
+	ec.End()
+}
+
 // Ended reports whether End was called.
 func (ec *ExecutionContext) Ended() bool {
 	if ec == nil {

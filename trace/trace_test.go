@@ -445,3 +445,14 @@ func TestSpawnChildUnderSpan(t *testing.T) {
 		t.Error("SpawnChild without a run returned a child")
 	}
 }
+
+func TestFinish(t *testing.T) {
+	tr := trace.New(trace.Options{})
+	_, ec := tr.Start(context.Background(), "r", trace.RunOptions{})
+	ec.Finish(trace.Text("partial"), context.DeadlineExceeded)
+	recs := ec.Records()
+	end := recs[len(recs)-1]
+	if end.Type != trace.TypeRunEnd || end.Status != "timeout" || end.Output.Text() != "partial" || ec.Stats().Errors != 1 {
+		t.Errorf("run.end %+v, %d errors", end, ec.Stats().Errors)
+	}
+}

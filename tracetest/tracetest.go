@@ -96,14 +96,11 @@ func Run(tb testing.TB, name, input string, fn func(ctx context.Context) (string
 	tr := trace.New(trace.Options{})
 	ctx, ec := tr.Start(context.Background(), name, trace.RunOptions{Input: trace.Text(input)})
 	answer, err := fn(ctx)
-	if err != nil {
-		ec.Error(err)
-		ec.Terminate(trace.ReasonFor(err), err)
-	}
+	var result trace.Value
 	if answer != "" {
-		ec.SetResult(trace.Text(answer))
+		result = trace.Text(answer)
 	}
-	ec.End()
+	ec.Finish(result, err)
 	return New(tb, ec.Records(), opts...)
 }
 
