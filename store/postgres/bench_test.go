@@ -98,4 +98,3 @@ func BenchmarkIngest(b *testing.B) {
 		}
 	})
 }
-
