@@ -3,29 +3,38 @@
 // "postgres" backend, which store.Open uses for postgres:// and
 // postgresql:// URLs.
 //
-// Append copies a batch into a session temporary table with COPY, then
-// moves it into the records table with INSERT … SELECT … ON CONFLICT DO
-// NOTHING (so appends are idempotent by trace id + seq at COPY speed), and
-// updates the summary tables from the rows actually inserted, all in one
-// transaction. Rows are locked in (trace id, seq) order, then trace order,
-// so concurrent writers do not deadlock. Text search uses a tsvector column
-// (the 'simple' configuration: no stemming, as SQLite's FTS5 unicode61)
-// with a GIN index.
+// Append COPYs a batch straight into the records table, sorted by (trace
+// id, seq) and without in-batch duplicates, and updates the summary tables
+// from those rows, all in one transaction. Appends stay idempotent by
+// trace id + seq: if the COPY hits the unique index (some records are
+// already stored, or another writer is storing them), the transaction is
+// rolled back and the batch goes the slower way: COPY into a session
+// temporary table, then INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING,
+// and summaries from the rows actually inserted. Rows are locked in (trace
+// id, seq) order, then trace order, so concurrent writers do not deadlock.
+// Text search uses a tsvector column (the 'simple' configuration: no
+// stemming, as SQLite's FTS5 unicode61) with a GIN index; a BEFORE INSERT
+// trigger fills it from the text written to the body column, which it
+// then clears, so the text is not stored twice.
 //
 // The tables live in the connection's current schema, so a search_path in
 // the DSN (…?search_path=loupe) puts a store in a schema of its own.
 package postgres
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/loupe-dev/loupe/store"
@@ -39,7 +48,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -91,6 +100,18 @@ var migrations = []string{
 	);
 	CREATE INDEX records_type ON records (type, id);
 	CREATE INDEX records_tsv ON records USING gin (tsv);`,
+	// 2: the text index is computed by the server from a write-only body
+	// column, so a batch can be COPYed straight into records.
+	`ALTER TABLE records ADD COLUMN body text;
+	CREATE FUNCTION loupe_records_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF NEW.body IS NOT NULL THEN
+			NEW.tsv := to_tsvector('simple', NEW.body);
+			NEW.body := NULL;
+		END IF;
+		RETURN NEW;
+	END $$;
+	CREATE TRIGGER records_tsv BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION loupe_records_tsv();`,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.
@@ -191,6 +212,18 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
+	// The batch in (trace id, seq) order, the first of any duplicates kept.
+	rows := make([]*trace.Record, len(recs))
+	for i := range recs {
+		rows[i] = &recs[i]
+	}
+	slices.SortStableFunc(rows, func(a, b *trace.Record) int {
+		if c := bytes.Compare(a.TraceID[:], b.TraceID[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	rows = slices.CompactFunc(rows, func(a, b *trace.Record) bool { return a.TraceID == b.TraceID && a.Seq == b.Seq })
 	conn, err := s.db.SQL.Conn(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
@@ -199,77 +232,132 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	var added int
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
-		tx, err := pc.Begin(ctx)
-		if err != nil {
+		err := s.copyNew(ctx, pc, rows)
+		if err == nil {
+			added = len(rows)
+			return nil
+		}
+		if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != uniqueViolation {
 			return err
 		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, "CREATE TEMP TABLE IF NOT EXISTS loupe_staging (trace_id bytea, seq bigint, ts bigint, type text, doc bytea, body text) ON COMMIT DELETE ROWS"); err != nil {
-			return err
-		}
-		var buf []byte
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"loupe_staging"}, []string{"trace_id", "seq", "ts", "type", "doc", "body"},
-			pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
-				r := &recs[i]
-				start := len(buf)
-				buf = r.AppendJSON(buf)
-				return []any{r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), buf[start:len(buf):len(buf)], body(r)}, nil
-			}))
-		if err != nil {
-			return fmt.Errorf("copy: %w", err)
-		}
-		rows, err := tx.Query(ctx, "INSERT INTO records (trace_id, seq, ts, type, doc, tsv) "+
-			"SELECT trace_id, seq, ts, type, doc, to_tsvector('simple', body) FROM loupe_staging ORDER BY trace_id, seq "+
-			"ON CONFLICT (trace_id, seq) DO NOTHING RETURNING trace_id, seq")
-		if err != nil {
-			return err
-		}
-		fresh := map[key]bool{}
-		for rows.Next() {
-			var id []byte
-			var seq int64
-			if err := rows.Scan(&id, &seq); err != nil {
-				rows.Close()
-				return err
-			}
-			fresh[key{trace.TraceID(id), uint64(seq)}] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		var new []*trace.Record
-		for i := range recs {
-			k := key{recs[i].TraceID, recs[i].Seq}
-			if fresh[k] {
-				delete(fresh, k) // a record twice in one batch counts once
-				new = append(new, &recs[i])
-			}
-		}
-		if len(new) > 0 {
-			// The summary upserts go in one pipelined round trip.
-			var batch pgx.Batch
-			queue := func(_ context.Context, q string, args ...any) error {
-				batch.Queue(q, args...)
-				return nil
-			}
-			if err := s.db.D.ApplyDeltas(ctx, queue, sqlstore.Deltas(new)); err != nil {
-				return err
-			}
-			if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
-				return fmt.Errorf("update summaries: %w", err)
-			}
-		}
-		if err := tx.Commit(ctx); err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		added = len(new)
-		return nil
+		added, err = s.insertStaged(ctx, pc, rows)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
 	}
 	return added, nil
+}
+
+// copyNew stores rows, which must all be new, with one COPY into records,
+// and adds them to the summaries, in one transaction. If any is already
+// stored it fails with a unique violation and stores nothing.
+func (s *Store) copyNew(ctx context.Context, pc *pgx.Conn, rows []*trace.Record) error {
+	tx, err := pc.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"records"}, copyColumns, copyRows(rows)); err != nil {
+		return err
+	}
+	if err := s.applyDeltas(ctx, tx, rows); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// insertStaged stores those of rows not yet stored: COPY into a session
+// temporary table, then INSERT … ON CONFLICT DO NOTHING RETURNING, and adds
+// the rows inserted to the summaries, in one transaction.
+func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Record) (int, error) {
+	tx, err := pc.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "CREATE TEMP TABLE IF NOT EXISTS loupe_staging (trace_id bytea, seq bigint, ts bigint, type text, doc bytea, body text) ON COMMIT DELETE ROWS"); err != nil {
+		return 0, err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"loupe_staging"}, copyColumns, copyRows(rows)); err != nil {
+		return 0, fmt.Errorf("copy: %w", err)
+	}
+	res, err := tx.Query(ctx, "INSERT INTO records (trace_id, seq, ts, type, doc, body) "+
+		"SELECT trace_id, seq, ts, type, doc, body FROM loupe_staging ORDER BY trace_id, seq "+
+		"ON CONFLICT (trace_id, seq) DO NOTHING RETURNING trace_id, seq")
+	if err != nil {
+		return 0, err
+	}
+	fresh := map[key]bool{}
+	for res.Next() {
+		var id []byte
+		var seq int64
+		if err := res.Scan(&id, &seq); err != nil {
+			res.Close()
+			return 0, err
+		}
+		fresh[key{trace.TraceID(id), uint64(seq)}] = true
+	}
+	res.Close()
+	if err := res.Err(); err != nil {
+		return 0, err
+	}
+	var new []*trace.Record
+	for _, r := range rows {
+		if fresh[key{r.TraceID, r.Seq}] {
+			new = append(new, r)
+		}
+	}
+	if err := s.applyDeltas(ctx, tx, new); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit: %w", err)
+	}
+	return len(new), nil
+}
+
+// applyDeltas adds the newly stored records to the summary tables, its
+// upserts pipelined in one round trip.
+func (s *Store) applyDeltas(ctx context.Context, tx pgx.Tx, added []*trace.Record) error {
+	if len(added) == 0 {
+		return nil
+	}
+	var batch pgx.Batch
+	queue := func(_ context.Context, q string, args ...any) error {
+		batch.Queue(q, args...)
+		return nil
+	}
+	if err := s.db.D.ApplyDeltas(ctx, queue, sqlstore.Deltas(added)); err != nil {
+		return err
+	}
+	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+		return fmt.Errorf("update summaries: %w", err)
+	}
+	return nil
+}
+
+// uniqueViolation is PostgreSQL's SQLSTATE unique_violation.
+const uniqueViolation = "23505"
+
+var copyColumns = []string{"trace_id", "seq", "ts", "type", "doc", "body"}
+
+// copyRows is the COPY source for rows; the body column feeds the text
+// index (see migration 2).
+func copyRows(rows []*trace.Record) pgx.CopyFromSource {
+	var buf []byte
+	return pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		r := rows[i]
+		if cap(buf)-len(buf) < 4096 {
+			buf = make([]byte, 0, 64<<10) // earlier rows keep their slices of the old buffer
+		}
+		start := len(buf)
+		buf = r.AppendJSON(buf)
+		return []any{r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), buf[start:len(buf):len(buf)], body(r)}, nil
+	})
 }
 
 // Trace implements store.Store.

@@ -211,6 +211,7 @@ func deleteText(ctx context.Context, tx *sql.Tx, b *sqlstore.Builder, idsCond st
 // Append implements store.Store: one immediate transaction with prepared
 // statements; INSERT … ON CONFLICT DO NOTHING makes it idempotent, and only
 // the rows actually inserted update the summaries and the text index.
+// Records without text (iteration marks) get no text index row.
 func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	if s.db.ReadOnly != nil {
 		return 0, s.db.ReadOnly
@@ -301,13 +302,17 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 			}
 			r := &part[idx[recKey{trace.TraceID(tid), uint64(seq)}]]
 			added = append(added, r)
+			body := sqlstore.Body(r)
+			if body == "" {
+				continue // nothing to find it by (a third of a typical run: iteration marks)
+			}
 			if len(fts) > 1 {
 				fts = append(fts, ',')
 			}
 			fts = append(fts, '[')
 			fts = strconv.AppendInt(fts, id, 10)
 			fts = append(fts, ',')
-			fts = appendJSONString(fts, sqlstore.Body(r))
+			fts = appendJSONString(fts, body)
 			fts = append(fts, ']')
 		}
 		rows.Close()
@@ -315,7 +320,7 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 			return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
 		}
 	}
-	if len(added) > 0 {
+	if len(fts) > 1 {
 		fts = append(fts, ']')
 		st, err := stmt("INSERT INTO records_fts (rowid, body) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)")
 		if err != nil {

@@ -74,27 +74,18 @@ func Fill(tb testing.TB, s store.Store, n int, start time.Time) int {
 
 // RunSink records about n records with real tracers (traces of about 20
 // records) through a background dispatcher with the Block policy into a
-// store.Sink on s, waits for Shutdown, and returns the number of records.
+// store.Sink on s (batches of SinkBatch), waits for Shutdown, and returns
+// the number of records.
 func RunSink(tb testing.TB, s store.Store, n int) int {
 	ctx := context.Background()
 	var sinkErr atomic.Value
 	tr := trace.New(trace.Options{
 		Sinks:    []trace.Sink{store.NewSink(s)},
-		Dispatch: trace.DispatchOptions{OnFull: trace.Block, BatchSize: SinkBatch, OnError: func(err error) { sinkErr.Store(err) }},
+		Dispatch: trace.DispatchOptions{OnFull: trace.Block, BatchSize: SinkBatch, QueueSize: max(2*SinkBatch, trace.DefaultQueueSize), OnError: func(err error) { sinkErr.Store(err) }},
 	})
 	total := 0
 	for i := 0; total < n; i++ {
-		_, ec := tr.Start(ctx, "bench", trace.RunOptions{Input: trace.Text("question"), Tags: []string{"env:bench"}})
-		for step := range 3 {
-			ec.StartIteration()
-			ec.ModelCall(trace.ModelCall{Model: "gpt-4o", Input: trace.Text("prompt"), Output: trace.Text("answer"),
-				Usage: trace.Usage{InputTokens: 100, OutputTokens: 10}, Duration: time.Millisecond})
-			ec.ToolCall("search", trace.Text("query"), trace.Text("weather report for "+cities[(i+step)%len(cities)]), time.Millisecond, nil)
-			ec.MemorySet(trace.ScopeMemory, "notes", trace.Text("note"))
-			ec.EndIteration("continue")
-		}
-		ec.End()
-		total += len(ec.Records())
+		total += len(sinkTrace(tr, i))
 	}
 	if err := tr.Shutdown(ctx); err != nil {
 		tb.Fatal(err)
@@ -103,6 +94,33 @@ func RunSink(tb testing.TB, s store.Store, n int) int {
 		tb.Fatal(err)
 	}
 	return total
+}
+
+// SinkData returns records like those RunSink writes (the same traces,
+// with fresh ids and times), about n of them in the order the sink gets
+// them: the rows of the raw-insert baselines.
+func SinkData(n int) []trace.Record {
+	tr := trace.New(trace.Options{Dispatch: trace.DispatchOptions{Inline: true}})
+	var recs []trace.Record
+	for i := 0; len(recs) < n; i++ {
+		recs = append(recs, sinkTrace(tr, i)...)
+	}
+	return recs
+}
+
+// sinkTrace records benchmark trace i with tr and returns its records.
+func sinkTrace(tr *trace.Tracer, i int) []trace.Record {
+	_, ec := tr.Start(context.Background(), "bench", trace.RunOptions{Input: trace.Text("question"), Tags: []string{"env:bench"}})
+	for step := range 3 {
+		ec.StartIteration()
+		ec.ModelCall(trace.ModelCall{Model: "gpt-4o", Input: trace.Text("prompt"), Output: trace.Text("answer"),
+			Usage: trace.Usage{InputTokens: 100, OutputTokens: 10}, Duration: time.Millisecond})
+		ec.ToolCall("search", trace.Text("query"), trace.Text("weather report for "+cities[(i+step)%len(cities)]), time.Millisecond, nil)
+		ec.MemorySet(trace.ScopeMemory, "notes", trace.Text("note"))
+		ec.EndIteration("continue")
+	}
+	ec.End()
+	return ec.Records()
 }
 
 // Percentiles runs fn n times and reports its p50 and p95 latency in
@@ -174,11 +192,11 @@ func VmHWM() float64 {
 	return 0
 }
 
-// SinkBatch is the dispatcher batch size RunSink uses: LOUPE_BENCH_BATCH,
-// or trace.DefaultBatchSize.
+// SinkBatch is the dispatcher batch size RunSink uses, and the batch size
+// of the raw baselines: LOUPE_BENCH_BATCH, or store.SinkBatchSize.
 var SinkBatch = func() int {
 	if n, err := strconv.Atoi(os.Getenv("LOUPE_BENCH_BATCH")); err == nil && n > 0 {
 		return n
 	}
-	return trace.DefaultBatchSize
+	return store.SinkBatchSize
 }()

@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Aggregate", testAggregate},
 		{"Export", testExport},
 		{"ConcurrentWriters", testConcurrent},
+		{"ManyTracesOneBatch", testManyTraces},
 		{"Sink", testSink},
 	}
 	for _, tt := range tests {
@@ -160,6 +161,70 @@ func testIdempotent(t *testing.T, s store.Store) {
 	}
 	if n, err := s.Append(ctx, nil); n != 0 || err != nil {
 		t.Errorf("Append(nil) = %d, %v", n, err)
+	}
+	// A batch of new records holding some of them twice: each counts once.
+	fresh := Gen(Spec{Name: "twice", Start: t0})
+	twice := append(slices.Clone(fresh), fresh[1], fresh[len(fresh)-1], fresh[1])
+	if n := mustAppend(t, s, twice); n != len(fresh) {
+		t.Fatalf("batch with duplicates inside: added %d, want %d", n, len(fresh))
+	}
+	tr, err = s.Trace(ctx, fresh[0].TraceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SameRecords(t, tr.Records, fresh)
+	if tr.Summary.Records != len(fresh) {
+		t.Errorf("summary counted in-batch duplicates: %+v", tr.Summary)
+	}
+}
+
+// testManyTraces appends one batch spanning more traces than one summary
+// statement carries, in shuffled order, and checks every trace's summary.
+func testManyTraces(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const n = 150
+	var batch []trace.Record
+	var traces [][]trace.Record
+	for i := range n {
+		recs := Gen(Spec{Name: fmt.Sprint("t", i), Start: t0.Add(time.Duration(i) * time.Minute), Steps: 1 + i%3,
+			Model: fmt.Sprint("m", i%4), Tool: fmt.Sprint("tool", i%5), Tags: []string{fmt.Sprint("k:", i%2), "all"}})
+		traces = append(traces, recs)
+		batch = append(batch, recs...)
+	}
+	// Interleave the traces, as concurrent runs reach a sink.
+	for i := range batch {
+		j := (i * 7919) % len(batch)
+		batch[i], batch[j] = batch[j], batch[i]
+	}
+	if got := mustAppend(t, s, batch); got != len(batch) {
+		t.Fatalf("Append added %d, want %d", got, len(batch))
+	}
+	for i, recs := range traces {
+		tr, err := s.Trace(ctx, recs[0].TraceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		SameRecords(t, tr.Records, recs)
+		want := trace.StatsOf(recs)
+		if fmt.Sprint(tr.Stats) != fmt.Sprint(want) {
+			t.Errorf("trace %d: Stats = %+v, want %+v", i, tr.Stats, want)
+		}
+		sum := tr.Summary
+		if sum.Name != fmt.Sprint("t", i) || sum.Records != len(recs) || sum.ToolCalls != want.ToolCalls || sum.ModelCalls != want.ModelCalls ||
+			sum.InputTokens != want.InputTokens || sum.Status != "success" || !sum.Started.Equal(recs[0].Time) {
+			t.Errorf("trace %d: summary %+v, stats %+v", i, sum, want)
+		}
+		if !slices.Equal(sum.Tags, []string{"all", fmt.Sprint("k:", i%2)}) || !slices.Equal(sum.Models, []string{fmt.Sprint("m", i%4)}) ||
+			!slices.Equal(sum.Tools, []string{fmt.Sprint("tool", i%5)}) {
+			t.Errorf("trace %d: facets: tags %v models %v tools %v", i, sum.Tags, sum.Models, sum.Tools)
+		}
+	}
+	agg, err := s.Aggregate(ctx, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agg.Traces != n || agg.Records != len(batch) || len(agg.ByModel) != 4 || len(agg.ByTool) != 5 {
+		t.Errorf("Aggregate = %+v; want %d traces, %d records, 4 models, 5 tools", agg, n, len(batch))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -751,7 +752,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		least, greatest = "LEAST", "GREATEST"
 	}
 	traceSQL := "INSERT INTO traces AS t (trace_id, name, started, last_time, run_duration, status, records, iterations, model_calls, tool_calls, " +
-		"input_tokens, output_tokens, cost, errors) VALUES (%s) ON CONFLICT (trace_id) DO UPDATE SET " +
+		"input_tokens, output_tokens, cost, errors) VALUES %s ON CONFLICT (trace_id) DO UPDATE SET " +
 		"name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE t.name END, " +
 		"started = " + least + "(t.started, excluded.started), last_time = " + greatest + "(t.last_time, excluded.last_time), " +
 		"run_duration = COALESCE(excluded.run_duration, t.run_duration), " +
@@ -761,20 +762,18 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		"input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens, " +
 		"cost = t.cost + excluded.cost, errors = t.errors + excluded.errors"
 	modelSQL := "INSERT INTO trace_models AS m (trace_id, model, calls, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost) " +
-		"VALUES (%s) ON CONFLICT (trace_id, model) DO UPDATE SET calls = m.calls + excluded.calls, errors = m.errors + excluded.errors, " +
+		"VALUES %s ON CONFLICT (trace_id, model) DO UPDATE SET calls = m.calls + excluded.calls, errors = m.errors + excluded.errors, " +
 		"input_tokens = m.input_tokens + excluded.input_tokens, output_tokens = m.output_tokens + excluded.output_tokens, " +
 		"cached_tokens = m.cached_tokens + excluded.cached_tokens, reasoning_tokens = m.reasoning_tokens + excluded.reasoning_tokens, cost = m.cost + excluded.cost"
-	toolSQL := "INSERT INTO trace_tools AS o (trace_id, tool, calls, errors, total_ns) VALUES (%s) ON CONFLICT (trace_id, tool) DO UPDATE SET " +
+	toolSQL := "INSERT INTO trace_tools AS o (trace_id, tool, calls, errors, total_ns) VALUES %s ON CONFLICT (trace_id, tool) DO UPDATE SET " +
 		"calls = o.calls + excluded.calls, errors = o.errors + excluded.errors, total_ns = o.total_ns + excluded.total_ns"
-	tagSQL := "INSERT INTO trace_tags (trace_id, tag) VALUES (%s) ON CONFLICT DO NOTHING"
-	run := func(tmpl string, vals ...any) error {
-		b := d.NewBuilder()
-		ps := make([]string, len(vals))
-		for i, v := range vals {
-			ps[i] = b.Arg(v)
-		}
-		return exec(ctx, fmt.Sprintf(tmpl, strings.Join(ps, ", ")), b.Args...)
-	}
+	tagSQL := "INSERT INTO trace_tags (trace_id, tag) VALUES %s ON CONFLICT DO NOTHING"
+	// Each table gets multi-row upserts: one statement per summary row
+	// made the summaries a sixth of ingest. A trace, (trace, model),
+	// (trace, tool) or (trace, tag) occurs once in ds, so no statement
+	// touches a row twice (which PostgreSQL refuses).
+	var traces, models, tools, tags rowSet
+	traces.cols, models.cols, tools.cols, tags.cols = 14, 9, 5, 2
 	for _, t := range ds {
 		s := &t.Stats
 		status := t.Status
@@ -785,28 +784,75 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		if t.RunDur.Valid {
 			runDur = t.RunDur.Int64
 		}
-		if err := run(traceSQL, t.ID[:], t.Name, t.Started, t.Last, runDur, status, s.Records, s.Iterations, s.ModelCalls, s.ToolCalls,
-			s.InputTokens, s.OutputTokens, s.CostUSD, s.Errors); err != nil {
-			return fmt.Errorf("update summary of trace %s: %w", t.ID, err)
-		}
+		traces.add(t.ID[:], t.Name, t.Started, t.Last, runDur, status, s.Records, s.Iterations, s.ModelCalls, s.ToolCalls,
+			s.InputTokens, s.OutputTokens, s.CostUSD, s.Errors)
 		for _, name := range sortedKeys(s.ByModel) {
 			m := s.ByModel[name]
-			if err := run(modelSQL, t.ID[:], name, m.Calls, m.Errors, m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens, m.CostUSD); err != nil {
-				return err
-			}
+			models.add(t.ID[:], name, m.Calls, m.Errors, m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens, m.CostUSD)
 		}
 		for _, name := range sortedKeys(s.ByTool) {
 			o := s.ByTool[name]
-			if err := run(toolSQL, t.ID[:], name, o.Calls, o.Errors, int64(o.Total)); err != nil {
-				return err
-			}
+			tools.add(t.ID[:], name, o.Calls, o.Errors, int64(o.Total))
 		}
 		slices.Sort(t.Tags)
 		for _, tag := range slices.Compact(t.Tags) {
-			if err := run(tagSQL, t.ID[:], tag); err != nil {
-				return err
-			}
+			tags.add(t.ID[:], tag)
 		}
+	}
+	for _, u := range []struct {
+		what string
+		tmpl string
+		rows *rowSet
+	}{{"traces", traceSQL, &traces}, {"models", modelSQL, &models}, {"tools", toolSQL, &tools}, {"tags", tagSQL, &tags}} {
+		if err := u.rows.exec(ctx, d, exec, u.tmpl); err != nil {
+			return fmt.Errorf("update trace summaries (%s): %w", u.what, err)
+		}
+	}
+	return nil
+}
+
+// rowSet collects the values of a multi-row statement, cols per row.
+type rowSet struct {
+	cols int
+	vals []any
+}
+
+func (r *rowSet) add(vals ...any) { r.vals = append(r.vals, vals...) }
+
+// maxRows is the most rows one upsert carries. Statements carry maxRows
+// rows, then a power of two each, so a backend caching prepared statements
+// by text sees at most 7 texts per table.
+const maxRows = 64
+
+// exec runs tmpl (with one %s for the VALUES groups) over the collected rows.
+func (r *rowSet) exec(ctx context.Context, d *Dialect, exec Execer, tmpl string) error {
+	vals := r.vals
+	for len(vals) > 0 {
+		n := len(vals) / r.cols
+		if n > maxRows {
+			n = maxRows
+		} else {
+			n = 1 << (bits.Len(uint(n)) - 1) // the largest power of two ≤ n
+		}
+		b := d.NewBuilder()
+		var sb strings.Builder
+		for i := range n {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteByte('(')
+			for j := range r.cols {
+				if j > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString(b.Arg(vals[i*r.cols+j]))
+			}
+			sb.WriteByte(')')
+		}
+		if err := exec(ctx, fmt.Sprintf(tmpl, sb.String()), b.Args...); err != nil {
+			return err
+		}
+		vals = vals[n*r.cols:]
 	}
 	return nil
 }

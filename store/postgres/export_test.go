@@ -1,0 +1,4 @@
+package postgres
+
+// Migrations exposes the migrations to the external tests.
+var Migrations = migrations
