@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -247,10 +248,7 @@ func jsonValue(b []byte) trace.Value {
 	if len(b) == 0 {
 		return nil
 	}
-	if json.Valid(b) {
-		return trace.Raw(b)
-	}
-	return trace.Text(string(b))
+	return trace.Raw(b) // JSON as it is, anything else as a JSON string
 }
 
 // requestValue is what a model.call record shows of the request: the
@@ -263,11 +261,71 @@ func requestValue(req Request) trace.Value {
 	for i > 0 && req.Messages[i-1].Role != RoleAssistant {
 		i--
 	}
-	return trace.JSON(struct {
-		Messages int       `json:"messages"`
-		Tools    int       `json:"tools,omitempty"`
-		New      []Message `json:"new"`
-	}{len(req.Messages), len(req.Tools), req.Messages[i:]})
+	// Built by hand: this runs on every model call, and json.Marshal's
+	// reflection was the largest part of what tracing cost the loop.
+	b := make([]byte, 0, 128)
+	b = append(b, `{"messages":`...)
+	b = strconv.AppendInt(b, int64(len(req.Messages)), 10)
+	if len(req.Tools) > 0 {
+		b = append(b, `,"tools":`...)
+		b = strconv.AppendInt(b, int64(len(req.Tools)), 10)
+	}
+	b = append(b, `,"new":[`...)
+	for j, m := range req.Messages[i:] {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = appendMessage(b, &m)
+	}
+	return append(b, "]}"...)
+}
+
+// appendMessage appends m as json.Marshal would encode it.
+func appendMessage(b []byte, m *Message) []byte {
+	b = append(b, `{"role":`...)
+	b = trace.AppendString(b, m.Role)
+	for _, f := range [...]struct{ key, val string }{{`,"content":`, m.Content}, {`,"thinking":`, m.Thinking}} {
+		if f.val != "" {
+			b = append(b, f.key...)
+			b = trace.AppendString(b, f.val)
+		}
+	}
+	if len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":`...)
+		b = appendToolCalls(b, m.ToolCalls)
+	}
+	for _, f := range [...]struct{ key, val string }{{`,"tool_call_id":`, m.ToolCallID}, {`,"name":`, m.Name}} {
+		if f.val != "" {
+			b = append(b, f.key...)
+			b = trace.AppendString(b, f.val)
+		}
+	}
+	if m.IsError {
+		b = append(b, `,"is_error":true`...)
+	}
+	return append(b, '}')
+}
+
+// appendToolCalls appends calls as json.Marshal would encode them.
+func appendToolCalls(b []byte, calls []ToolCall) []byte {
+	b = append(b, '[')
+	for i, c := range calls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = trace.AppendString(b, c.ID)
+		b = append(b, `,"name":`...)
+		b = trace.AppendString(b, c.Name)
+		b = append(b, `,"input":`...)
+		if len(c.Input) == 0 || !json.Valid(c.Input) {
+			b = append(b, "null"...) // what json.Marshal cannot do, the trace must not break on
+		} else {
+			b = append(b, c.Input...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 // responseValue is the model.call output: the text alone, or the text and
@@ -279,8 +337,14 @@ func responseValue(resp Response) trace.Value {
 		}
 		return trace.Text(resp.Content)
 	}
-	return trace.JSON(struct {
-		Content   string     `json:"content,omitempty"`
-		ToolCalls []ToolCall `json:"tool_calls"`
-	}{resp.Content, resp.ToolCalls})
+	b := make([]byte, 0, 128)
+	b = append(b, '{')
+	if resp.Content != "" {
+		b = append(b, `"content":`...)
+		b = trace.AppendString(b, resp.Content)
+		b = append(b, ',')
+	}
+	b = append(b, `"tool_calls":`...)
+	b = appendToolCalls(b, resp.ToolCalls)
+	return append(b, '}')
 }

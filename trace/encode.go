@@ -137,6 +137,11 @@ func (r Record) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
 
 const hexDigits = "0123456789abcdef"
 
+// AppendString appends s to b as a JSON string, escaped exactly as
+// encoding/json escapes it, and returns the extended buffer. Code that
+// builds Values by hand on a hot path uses it instead of json.Marshal.
+func AppendString(b []byte, s string) []byte { return appendJSONString(b, s) }
+
 // appendJSONString appends s as a JSON string, escaping as encoding/json
 // does (including <, > and & so output is safe to embed in HTML).
 func appendJSONString(b []byte, s string) []byte {

@@ -24,6 +24,12 @@ func JSON(v any) Value {
 		return Value(v)
 	case string:
 		return Text(v)
+	case int:
+		return strconv.AppendInt(nil, int64(v), 10)
+	case int64:
+		return strconv.AppendInt(nil, v, 10)
+	case bool:
+		return strconv.AppendBool(nil, v)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
