@@ -24,7 +24,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/internal/sqlstore"
@@ -312,7 +311,7 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 			fts = append(fts, '[')
 			fts = strconv.AppendInt(fts, id, 10)
 			fts = append(fts, ',')
-			fts = appendJSONString(fts, body)
+			fts = trace.AppendString(fts, body)
 			fts = append(fts, ']')
 		}
 		rows.Close()
@@ -435,22 +434,4 @@ func (s *Store) Export(ctx context.Context, f store.Filter) iter.Seq2[trace.Reco
 // Aggregate implements store.Store.
 func (s *Store) Aggregate(ctx context.Context, since, until time.Time) (store.Aggregates, error) {
 	return s.db.Aggregate(ctx, since, until)
-}
-
-// appendJSONString appends s to b as a JSON string; invalid UTF-8 becomes
-// U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
-		default:
-			b = utf8.AppendRune(b, r)
-		}
-	}
-	return append(b, '"')
 }
