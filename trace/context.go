@@ -56,6 +56,10 @@ type Tracer struct {
 	opts Options
 	disp *Dispatcher
 	now  func() time.Time
+	// runSize is how many records the last root run made: the next run's
+	// log starts that big, so a service running the same agent over and
+	// over never grows (copies) its logs.
+	runSize atomic.Int64
 }
 
 // New returns a Tracer. If opts has sinks it starts a Dispatcher; call
@@ -126,6 +130,9 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 		span:  NewSpanID(),
 		data:  o.Data,
 		start: t.now(),
+	}
+	if n := t.runSize.Load(); n > 0 {
+		ec.records.head = make([]Record, 0, min(n, maxPresize))
 	}
 	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: o.Tags, Time: ec.start})
 	return NewContext(ctx, ec), ec
@@ -362,13 +369,21 @@ func omitOrNil(v Value) Value {
 	return omitted(v)
 }
 
-// Records returns a copy of the records of ec and of every run nested in
-// it, in Seq order. The records' Values are shared and must not be
-// modified.
+// Records returns the records of ec and of every run nested in it, in Seq
+// order. The slice may be the run's own log, shared rather than copied
+// (records never change once made, and later records never show through
+// it): treat it as read-only.
 func (ec *ExecutionContext) Records() []Record {
 	if ec == nil {
 		return nil
 	}
+	ec.mu.Lock()
+	if len(ec.children) == 0 && len(ec.records.chunks) == 0 {
+		recs := ec.records.head
+		ec.mu.Unlock()
+		return recs[:len(recs):len(recs)]
+	}
+	ec.mu.Unlock()
 	out := make([]Record, 0, ec.Stats().Records)
 	nested := ec.collect(&out)
 	if nested { // each context's records are in order; together they interleave
@@ -381,6 +396,7 @@ func (ec *ExecutionContext) Records() []Record {
 // whether there were children.
 func (ec *ExecutionContext) collect(out *[]Record) bool {
 	ec.mu.Lock()
+	*out = append(*out, ec.records.head...)
 	for _, c := range ec.records.chunks {
 		*out = append(*out, c...)
 	}
@@ -591,6 +607,9 @@ func (ec *ExecutionContext) End() {
 		return
 	}
 	ec.Record(r)
+	ec.mu.Lock()
+	ec.t.runSize.Store(int64(ec.records.len()))
+	ec.mu.Unlock()
 }
 
 // Finish ends the run with its outcome in one call: it records err (if
@@ -662,17 +681,27 @@ func (ec *ExecutionContext) StartTime() time.Time {
 	return ec.start
 }
 
-// recordLog is an append-only list of records kept in chunks, so that a long
-// run's log grows without ever copying what it holds.
+// recordLog is a run's append-only list of records. It starts with head,
+// sized like the tracer's previous run, and goes on in chunks: a run that
+// fits in head hands its records out without a copy (records never change
+// once appended), and a run that outgrows it never copies what it holds.
 type recordLog struct {
+	head   []Record
 	chunks [][]Record
 }
+
+// maxPresize bounds the head a new run starts with, whatever the last run made.
+const maxPresize = 1 << 16
 
 // maxChunk keeps a chunk (64 × ~300 bytes) below the runtime's large-object
 // size, whose allocations take the heap lock and cost far more.
 const maxChunk = 64
 
 func (l *recordLog) append(r Record) {
+	if len(l.chunks) == 0 && len(l.head) < cap(l.head) {
+		l.head = append(l.head, r)
+		return
+	}
 	n := len(l.chunks)
 	if n == 0 || len(l.chunks[n-1]) == cap(l.chunks[n-1]) {
 		size := 16
@@ -683,4 +712,12 @@ func (l *recordLog) append(r Record) {
 		n++
 	}
 	l.chunks[n-1] = append(l.chunks[n-1], r)
+}
+
+func (l *recordLog) len() int {
+	n := len(l.head)
+	for _, c := range l.chunks {
+		n += len(c)
+	}
+	return n
 }

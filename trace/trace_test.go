@@ -456,3 +456,41 @@ func TestFinish(t *testing.T) {
 		t.Errorf("run.end %+v, %d errors", end, ec.Stats().Errors)
 	}
 }
+
+func TestRecordsOfRepeatedRuns(t *testing.T) {
+	tr := trace.New(trace.Options{})
+	run := func(n int) *trace.ExecutionContext {
+		_, ec := tr.Start(context.Background(), "r", trace.RunOptions{})
+		for i := range n {
+			ec.ToolCall("t", trace.JSON(i), nil, 0, nil)
+		}
+		return ec
+	}
+	first := run(100)
+	first.End()
+	// The next run starts with a log the size of the last one: its records
+	// come back without a copy, and later records do not show through.
+	second := run(50)
+	before := second.Records()
+	second.ToolCall("late", nil, nil, 0, nil)
+	second.End()
+	after := second.Records()
+	if len(before) != 51 || len(after) != 53 || before[50].Name != "t" || after[51].Name != "late" {
+		t.Fatalf("before %d records, after %d", len(before), len(after))
+	}
+	if &before[0] != &after[0] {
+		t.Error("records of a run that fits its log were copied")
+	}
+	// A run that outgrows its log keeps every record, in order.
+	third := run(300)
+	third.End()
+	recs := third.Records()
+	if len(recs) != 302 {
+		t.Fatalf("got %d records, want 302", len(recs))
+	}
+	for i, r := range recs {
+		if r.Seq != uint64(i+1) {
+			t.Fatalf("record %d has seq %d", i, r.Seq)
+		}
+	}
+}
