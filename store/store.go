@@ -166,6 +166,7 @@ type Trace struct {
 // field narrows the selection (all must hold).
 type Filter struct {
 	IDs         []trace.TraceID // only these traces
+	IDPrefix    string          // trace ids starting with these hex digits (1 to 32; any case)
 	Name        string          // root run name, exact
 	Status      string          // termination reason (success, error, …) or StatusRunning
 	Since       time.Time       // started at or after
@@ -176,6 +177,40 @@ type Filter struct {
 	MinDuration time.Duration   // lasted at least
 	MaxDuration time.Duration   // lasted at most (0: no bound)
 	HasErrors   bool            // has at least one error
+}
+
+// PrefixRange returns the trace ids a hex prefix covers, as the inclusive
+// range [lo, hi], or an error if prefix is not 1 to 32 hex digits. Backends
+// use it to answer Filter.IDPrefix with an index range scan.
+func PrefixRange(prefix string) (lo, hi trace.TraceID, err error) {
+	if len(prefix) == 0 || len(prefix) > 32 {
+		return lo, hi, fmt.Errorf("trace id prefix %q: want 1 to 32 hex digits", prefix)
+	}
+	for i := range 32 {
+		var l, h byte = 0, 15
+		if i < len(prefix) {
+			v, ok := hexDigit(prefix[i])
+			if !ok {
+				return trace.TraceID{}, trace.TraceID{}, fmt.Errorf("trace id prefix %q: %q is not a hex digit", prefix, prefix[i:i+1])
+			}
+			l, h = v, v
+		}
+		lo[i/2] |= l << (4 * (1 - i%2))
+		hi[i/2] |= h << (4 * (1 - i%2))
+	}
+	return lo, hi, nil
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // DefaultLimit is the page size of List and Search when none is given;

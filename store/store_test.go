@@ -95,3 +95,27 @@ func TestMemoryOf(t *testing.T) {
 		t.Errorf("history %+v", h)
 	}
 }
+
+func TestPrefixRange(t *testing.T) {
+	for _, tt := range []struct {
+		prefix, lo, hi, err string
+	}{
+		{"ab", "ab000000000000000000000000000000", "abffffffffffffffffffffffffffffff", ""},
+		{"ABC", "abc00000000000000000000000000000", "abcfffffffffffffffffffffffffffff", ""},
+		{"0102030405060708090a0b0c0d0e0f10", "0102030405060708090a0b0c0d0e0f10", "0102030405060708090a0b0c0d0e0f10", ""},
+		{"", "", "", "want 1 to 32 hex digits"},
+		{"abg", "", "", `"g" is not a hex digit`},
+		{strings.Repeat("a", 33), "", "", "want 1 to 32 hex digits"},
+	} {
+		lo, hi, err := PrefixRange(tt.prefix)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("PrefixRange(%q) error = %v, want %q", tt.prefix, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || lo.String() != tt.lo || hi.String() != tt.hi {
+			t.Errorf("PrefixRange(%q) = %s, %s, %v", tt.prefix, lo, hi, err)
+		}
+	}
+}

@@ -11,7 +11,6 @@ package tracesview
 import (
 	"bufio"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -321,25 +320,17 @@ func Resolve(ctx context.Context, st store.Store, s string) (trace.TraceID, erro
 	if len(s) < 4 || len(s) > 32 {
 		return trace.TraceID{}, fmt.Errorf("trace id %q: want 4 to 32 hex digits", s)
 	}
-	if _, err := hex.DecodeString(s[:len(s)&^1]); err != nil {
-		return trace.TraceID{}, fmt.Errorf("trace id %q: not hex", s)
+	if _, _, err := store.PrefixRange(s); err != nil {
+		return trace.TraceID{}, err
 	}
-	var found []trace.TraceID
-	q := store.ListQuery{Limit: store.MaxLimit}
-	for {
-		page, err := st.List(ctx, q)
-		if err != nil {
-			return trace.TraceID{}, err
-		}
-		for _, sum := range page.Traces {
-			if strings.HasPrefix(sum.ID.String(), s) {
-				found = append(found, sum.ID)
-			}
-		}
-		if page.Next == "" || len(found) > 1 {
-			break
-		}
-		q.Cursor = page.Next
+	// Two are enough to know the prefix is ambiguous.
+	page, err := st.List(ctx, store.ListQuery{Filter: store.Filter{IDPrefix: s}, Limit: 2})
+	if err != nil {
+		return trace.TraceID{}, err
+	}
+	found := make([]trace.TraceID, 0, len(page.Traces))
+	for _, sum := range page.Traces {
+		found = append(found, sum.ID)
 	}
 	switch len(found) {
 	case 0:

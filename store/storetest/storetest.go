@@ -389,6 +389,10 @@ func testList(t *testing.T, s store.Store) {
 		{"max duration", store.Filter{MaxDuration: dur(1)}, func(i int) bool { return dur(i) <= dur(1) }},
 		{"has errors", store.Filter{HasErrors: true}, func(i int) bool { return i%5 == 0 }},
 		{"ids", store.Filter{IDs: []trace.TraceID{ids[3], ids[9]}}, func(i int) bool { return i == 3 || i == 9 }},
+		{"id prefix", store.Filter{IDPrefix: ids[4].String()[:7]}, func(i int) bool { return strings.HasPrefix(ids[i].String(), ids[4].String()[:7]) }},
+		{"id prefix upper case, whole id", store.Filter{IDPrefix: strings.ToUpper(ids[5].String())}, func(i int) bool { return i == 5 }},
+		{"id prefix one digit", store.Filter{IDPrefix: ids[6].String()[:1]}, func(i int) bool { return ids[i].String()[0] == ids[6].String()[0] }},
+		{"id prefix not hex", store.Filter{IDPrefix: "zz"}, func(int) bool { return false }},
 		{"combined", store.Filter{Model: "gpt-4o", Tool: "search", HasErrors: true}, func(i int) bool { return i%2 == 0 && i%3 == 0 && i%5 == 0 }},
 		{"no match", store.Filter{Name: "nobody"}, func(int) bool { return false }},
 	} {

@@ -97,6 +97,16 @@ func Where(b *Builder, f *store.Filter) []string {
 	if len(f.IDs) > 0 {
 		c = append(c, "t.trace_id IN "+b.In(f.IDs))
 	}
+	if f.IDPrefix != "" {
+		// An invalid prefix matches nothing; callers validate with
+		// store.PrefixRange to say why.
+		lo, hi, err := store.PrefixRange(f.IDPrefix)
+		if err != nil {
+			c = append(c, "1 = 0")
+		} else {
+			c = append(c, "t.trace_id BETWEEN "+b.Arg(lo[:])+" AND "+b.Arg(hi[:]))
+		}
+	}
 	if f.Name != "" {
 		c = append(c, "t.name = "+b.Arg(f.Name))
 	}
