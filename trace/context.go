@@ -134,7 +134,7 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 	if n := t.runSize.Load(); n > 0 {
 		ec.records.head = make([]Record, 0, min(n, maxPresize))
 	}
-	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: o.Tags, Time: ec.start})
+	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: slices.Clone(o.Tags), Time: ec.start})
 	return NewContext(ctx, ec), ec
 }
 
@@ -251,9 +251,10 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 	return ec.t
 }
 
-// Record appends r to the run and delivers it to the sinks. Fields left
-// zero are filled in: V, TraceID, Seq, Time, Depth, Iteration, SpanID (a
-// new span) and ParentID (the current iteration's span, or the run's).
+// Record appends r to the run and delivers it to the sinks. V, TraceID,
+// Depth and Seq are always set by the run; Time, Iteration, SpanID (a new
+// span) and ParentID (the current iteration's span, or the run's) are
+// filled in when left zero.
 // Values are copied and pass through the capture policy and Redact first,
 // so the caller may reuse them. Stats, its own and its ancestors', are
 // updated before Record returns.
