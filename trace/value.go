@@ -64,9 +64,6 @@ func (v Value) String() string {
 // otherwise the JSON text.
 func (v Value) Text() string {
 	if len(v) > 0 && v[0] == '"' {
-		if s, err := strconv.Unquote(string(v)); err == nil {
-			return s
-		}
 		var s string
 		if json.Unmarshal(v, &s) == nil {
 			return s

@@ -458,22 +458,24 @@ func ExportFile(ctx context.Context, path string, errw io.Writer, st store.Store
 // Export writes the records of the traces matching f to w as Loupe JSON
 // lines, streaming them from the store, and returns how many it wrote.
 func Export(ctx context.Context, w io.Writer, st store.Store, f store.Filter) (int, error) {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	buf := make([]byte, 0, 1024)
 	n := 0
-	for r, err := range st.Export(ctx, f) {
-		if err != nil {
-			bw.Flush()
-			return n, err
+	var readErr error
+	recs := func(yield func(trace.Record) bool) {
+		for r, err := range st.Export(ctx, f) {
+			if err != nil {
+				readErr = err
+				return
+			}
+			if !yield(r) {
+				return
+			}
+			n++ // yield returned true: the record was written
 		}
-		buf = r.AppendJSON(buf[:0])
-		buf = append(buf, '\n')
-		if _, err := bw.Write(buf); err != nil {
-			return n, err
-		}
-		n++
 	}
-	return n, bw.Flush()
+	if err := traceio.WriteJSONL(w, recs); err != nil {
+		return n, err
+	}
+	return n, readErr
 }
 
 // PruneReport writes what Prune removed.

@@ -1,10 +1,10 @@
 // Package jsonl is a trace.Sink that writes records as JSON lines: one
-// record per line, in the encoding trace.DecodeRecord reads.
+// record per line, in the encoding trace.DecodeRecord reads (package
+// traceio reads such files back, with errors naming file, line and field).
 package jsonl
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -89,43 +89,3 @@ func (s *Sink) Close() error {
 	}
 	return err
 }
-
-// Reader reads JSON-lines records written by a Sink.
-type Reader struct {
-	sc   *bufio.Scanner
-	name string
-	line int
-}
-
-// NewReader returns a Reader of r; name (a file name) is used in errors.
-// Lines up to 64 MiB are accepted.
-func NewReader(r io.Reader, name string) *Reader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	return &Reader{sc: sc, name: name}
-}
-
-// Next returns the next record. At the end it returns io.EOF. A line that
-// does not decode returns an error naming the file, the line and the field;
-// the Reader can go on with the next line after it. Blank lines are skipped.
-func (r *Reader) Next() (trace.Record, error) {
-	for r.sc.Scan() {
-		r.line++
-		b := r.sc.Bytes()
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		rec, err := trace.DecodeRecord(b)
-		if err != nil {
-			return trace.Record{}, fmt.Errorf("%s:%d: %w", r.name, r.line, err)
-		}
-		return rec, nil
-	}
-	if err := r.sc.Err(); err != nil {
-		return trace.Record{}, fmt.Errorf("%s:%d: %w", r.name, r.line+1, err)
-	}
-	return trace.Record{}, io.EOF
-}
-
-// Line returns the line number of the record Next last returned.
-func (r *Reader) Line() int { return r.line }
