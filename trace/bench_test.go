@@ -40,3 +40,46 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIteration records what one iteration of an agent loop records
+// (iteration start and end, a model call, a tool call's start and end,
+// small values), in runs of 1,000 iterations that are ended and whose
+// Records are taken, as agent.Executor does: the tracing cost of one agent
+// iteration without the agent.
+func BenchmarkIteration(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		sinks []trace.Sink
+	}{
+		{"nosink", nil},
+		{"nullsink", []trace.Sink{trace.SinkFunc(func(context.Context, []trace.Record) error { return nil })}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			tr := trace.New(trace.Options{Sinks: c.sinks, Dispatch: trace.DispatchOptions{OnFull: trace.Block}})
+			defer tr.Shutdown(context.Background())
+			req := trace.Raw([]byte(`{"messages":3,"tools":1,"new":[{"role":"tool","content":"42","tool_call_id":"c1","name":"calculator"}]}`))
+			resp := trace.Raw([]byte(`{"tool_calls":[{"id":"c2","name":"calculator","input":{"expr":"6*7"}}]}`))
+			in, out := []byte(`{"expr":"6*7"}`), []byte(`42`)
+			u := trace.Usage{InputTokens: 100, OutputTokens: 20, CostUSD: 0.0006}
+			ctx, ec := tr.Start(context.Background(), "bench", trace.RunOptions{})
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				ec.StartIteration()
+				m := ec.Start(trace.TypeModelCall, "bench-model", req)
+				m.EndModel(resp, nil, u, "tool_calls", nil)
+				s := ec.Start(trace.TypeToolStart, "calculator", trace.Raw(in))
+				_ = s.Context(ctx)
+				s.End(trace.Raw(out), nil)
+				ec.EndIteration("continue")
+				if n++; n == 1000 {
+					ec.End()
+					_ = ec.Records()
+					_ = tr.Flush(context.Background())
+					ctx, ec = tr.Start(context.Background(), "bench", trace.RunOptions{})
+					n = 0
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +172,9 @@ type ExecutionContext struct {
 	iteration int
 	iterSpan  SpanID
 	iterStart time.Time
+	arena     []byte     // holds copies of small recorded values; see keep
+	unsent    []logRange // records not yet taken by the dispatcher
+	queued    bool       // registered with the dispatcher, not yet taken
 	end       time.Time
 	ended     bool
 	reason    TerminationReason
@@ -276,9 +280,10 @@ func (ec *ExecutionContext) record(r Record) {
 	if r.SpanID.IsZero() {
 		r.SpanID = NewSpanID()
 	}
-	ec.capture(&r)
+	fresh := ec.capture(&r)
 
 	ec.mu.Lock()
+	ec.keep(&r, fresh)
 	if r.Iteration == 0 {
 		r.Iteration = ec.iteration
 	}
@@ -288,15 +293,39 @@ func (ec *ExecutionContext) record(r Record) {
 			r.ParentID = ec.iterSpan
 		}
 	}
+	d := t.disp
+	background := d != nil && !d.opts.Inline
+	if background && !ec.queued {
+		// Registered before the record gets its Seq, so that a delivery
+		// that saw this Seq also sees this run: see Dispatcher.take.
+		ec.queued = true
+		d.register(ec)
+	}
 	r.Seq = ec.trace.seq.Add(1)
+	idx := ec.records.n
 	ec.records.append(r)
 	ec.stats.Add(&r)
+	var full bool
+	if background {
+		var ok bool
+		if ok, full = d.reserve(); ok {
+			ec.addUnsent(idx)
+		}
+	}
 	ec.mu.Unlock()
 	// Outside the lock, so that a Block policy waiting for room in the queue
-	// holds up only this goroutine. Goroutines recording at once may reach
-	// the sinks slightly out of Seq order; Seq is the order.
-	if t.disp != nil {
-		t.disp.Emit(r)
+	// holds up only this goroutine.
+	if d != nil {
+		if d.opts.Inline {
+			d.Emit(r)
+		} else {
+			if ls := d.listeners.Load(); ls != nil {
+				d.notify(*ls, &r)
+			}
+			if full {
+				d.waitRoom()
+			}
+		}
 	}
 
 	for p := ec.parent; p != nil; p = p.parent {
@@ -306,20 +335,23 @@ func (ec *ExecutionContext) record(r Record) {
 	}
 }
 
-// capture applies the capture policy and Redact to r's values, and copies
-// what it keeps so that the caller's buffers are not retained.
-func (ec *ExecutionContext) capture(r *Record) {
+// capture applies the capture policy and Redact to r's values. It runs
+// outside the run's lock, since Redact is the caller's code. It reports,
+// per value (input, output, thinking), whether the value is a buffer of
+// its own making that nothing else references (a truncation or omission
+// marker); keep copies the others.
+func (ec *ExecutionContext) capture(r *Record) (fresh [3]bool) {
 	if len(r.Input) == 0 && len(r.Output) == 0 && len(r.Thinking) == 0 {
-		return
+		return fresh
 	}
 	o := &ec.t.opts
 	switch o.Capture {
 	case CaptureNone:
 		r.Input, r.Output, r.Thinking = nil, nil, nil
-		return
+		return fresh
 	case CaptureMetadata:
 		r.Input, r.Output, r.Thinking = omitOrNil(r.Input), omitOrNil(r.Output), omitOrNil(r.Thinking)
-		return
+		return [3]bool{true, true, true}
 	}
 	if o.Redact != nil {
 		// Redact gets a copy: handing it r itself would make every record
@@ -330,28 +362,46 @@ func (ec *ExecutionContext) capture(r *Record) {
 		r.Output = redact(o.Redact, view, FieldOutput, r.Output)
 		r.Thinking = redact(o.Redact, view, FieldThinking, r.Thinking)
 	}
-	limit := o.MaxValueBytes
-	vals := [...]*Value{&r.Input, &r.Output, &r.Thinking}
-	var cut [len(vals)]bool
-	n := 0
-	for i, v := range vals {
-		if limit > 0 && len(*v) > limit {
-			*v = truncate(*v, limit) // a fresh buffer already
-			cut[i] = true
-			continue
+	if limit := o.MaxValueBytes; limit > 0 {
+		for i, v := range [...]*Value{&r.Input, &r.Output, &r.Thinking} {
+			if len(*v) > limit {
+				*v = truncate(*v, limit) // a fresh buffer already
+				fresh[i] = true
+			}
 		}
-		n += len(*v)
 	}
-	// One allocation holds every other kept value.
-	buf := make([]byte, 0, n)
-	for i, v := range vals {
+	return fresh
+}
+
+// maxArenaValue is the largest value keep copies into the run's arena;
+// larger ones get an allocation of their own.
+const maxArenaValue = 1 << 10
+
+// keep copies r's values, except fresh ones, so that the caller's buffers
+// are not retained and the caller may reuse them. Small values go into the
+// run's arena: a few large pointer-free blocks instead of an allocation
+// per record, which the garbage collector need not scan. ec.mu must be
+// held.
+func (ec *ExecutionContext) keep(r *Record, fresh [3]bool) {
+	for i, v := range [...]*Value{&r.Input, &r.Output, &r.Thinking} {
+		n := len(*v)
 		switch {
-		case len(*v) == 0:
+		case n == 0:
 			*v = nil
-		case !cut[i]:
-			start := len(buf)
-			buf = append(buf, *v...)
-			*v = buf[start:len(buf):len(buf)]
+		case fresh[i]:
+		case n > maxArenaValue:
+			*v = append(Value(nil), *v...)
+		default:
+			if cap(ec.arena)-len(ec.arena) < n {
+				size := 4 << 10
+				if c := cap(ec.arena); c > 0 {
+					size = min(2*c, 64<<10)
+				}
+				ec.arena = make([]byte, 0, size)
+			}
+			start := len(ec.arena)
+			ec.arena = append(ec.arena, *v...)
+			*v = Value(ec.arena[start:len(ec.arena):len(ec.arena)])
 		}
 	}
 }
@@ -609,7 +659,7 @@ func (ec *ExecutionContext) End() {
 	}
 	ec.Record(r)
 	ec.mu.Lock()
-	ec.t.runSize.Store(int64(ec.records.len()))
+	ec.t.runSize.Store(int64(ec.records.n))
 	ec.mu.Unlock()
 }
 
@@ -686,9 +736,12 @@ func (ec *ExecutionContext) StartTime() time.Time {
 // sized like the tracer's previous run, and goes on in chunks: a run that
 // fits in head hands its records out without a copy (records never change
 // once appended), and a run that outgrows it never copies what it holds.
+// Since no record moves once appended, a slice of the log stays valid and
+// unchanged while the log grows: the dispatcher hands such slices to sinks.
 type recordLog struct {
 	head   []Record
 	chunks [][]Record
+	n      int // records in head and chunks
 }
 
 // maxPresize bounds the head a new run starts with, whatever the last run made.
@@ -699,6 +752,7 @@ const maxPresize = 1 << 16
 const maxChunk = 64
 
 func (l *recordLog) append(r Record) {
+	l.n++
 	if len(l.chunks) == 0 && len(l.head) < cap(l.head) {
 		l.head = append(l.head, r)
 		return
@@ -715,10 +769,78 @@ func (l *recordLog) append(r Record) {
 	l.chunks[n-1] = append(l.chunks[n-1], r)
 }
 
-func (l *recordLog) len() int {
-	n := len(l.head)
-	for _, c := range l.chunks {
-		n += len(c)
+// appendSlices appends to segs the slices of the log that hold records
+// from (inclusive) to to (exclusive), and returns segs.
+func (l *recordLog) appendSlices(segs [][]Record, from, to int) [][]Record {
+	off := 0
+	add := func(part []Record) {
+		lo, hi := max(from-off, 0), min(to-off, len(part))
+		if lo < hi {
+			segs = append(segs, part[lo:hi:hi])
+		}
+		off += len(part)
 	}
-	return n
+	add(l.head)
+	for _, c := range l.chunks {
+		if off >= to {
+			break
+		}
+		add(c)
+	}
+	return segs
+}
+
+// logRange is the records from (inclusive) to to (exclusive) of a log.
+type logRange struct{ from, to int }
+
+// addUnsent marks record i of the log as waiting for the dispatcher.
+// ec.mu must be held.
+func (ec *ExecutionContext) addUnsent(i int) {
+	if n := len(ec.unsent); n > 0 && ec.unsent[n-1].to == i {
+		ec.unsent[n-1].to++
+		return
+	}
+	ec.unsent = append(ec.unsent, logRange{i, i + 1})
+}
+
+// takeUnsent appends to segs the slices of ec's log that wait for the
+// dispatcher and have a Seq of at most cut, and marks them taken. It
+// reports whether records are left (made after the cut), in which case ec
+// stays registered and the caller must put it back on the pending list.
+func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record, bool) {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	l := &ec.records
+	i := 0
+	for ; i < len(ec.unsent); i++ {
+		r := ec.unsent[i]
+		if l.at(r.to-1).Seq <= cut {
+			segs = l.appendSlices(segs, r.from, r.to)
+			continue
+		}
+		// Seq grows along the log: take the part up to the cut.
+		j := r.from + sort.Search(r.to-r.from, func(k int) bool { return l.at(r.from+k).Seq > cut })
+		segs = l.appendSlices(segs, r.from, j)
+		ec.unsent[i].from = j
+		break
+	}
+	ec.unsent = append(ec.unsent[:0], ec.unsent[i:]...)
+	left := len(ec.unsent) > 0
+	ec.queued = left
+	return segs, left
+}
+
+// at returns the record at index i of the log.
+func (l *recordLog) at(i int) *Record {
+	if i < len(l.head) {
+		return &l.head[i]
+	}
+	i -= len(l.head)
+	for _, c := range l.chunks {
+		if i < len(c) {
+			return &c[i]
+		}
+		i -= len(c)
+	}
+	panic("trace: record log index out of range")
 }

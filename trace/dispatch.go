@@ -1,11 +1,14 @@
 package trace
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,11 +16,12 @@ import (
 
 // A Sink receives records, in the spirit of slog.Handler: small, and the
 // one thing an exporter implements. A Dispatcher calls WriteRecords from one
-// goroutine at a time, in the order the records were made (records made
-// concurrently may arrive out of Seq order; Seq is authoritative). The slice is reused
-// after the call returns; the records in it may be kept, since their
-// Values are never modified once recorded. A Sink that also implements
-// io.Closer is closed by Dispatcher.Shutdown.
+// goroutine at a time. The records of one run arrive in the order they were
+// made; records of runs recording at the same time may interleave (Seq is
+// the order within a trace). The slice and its records are read-only (it
+// may be the run's own record log, shared to avoid a copy) and may be kept:
+// records never change once made. A Sink that also implements io.Closer is
+// closed by Dispatcher.Shutdown.
 type Sink interface {
 	WriteRecords(ctx context.Context, recs []Record) error
 }
@@ -28,7 +32,8 @@ type SinkFunc func(ctx context.Context, recs []Record) error
 // WriteRecords calls f(ctx, recs).
 func (f SinkFunc) WriteRecords(ctx context.Context, recs []Record) error { return f(ctx, recs) }
 
-// FullPolicy says what Emit does when the background queue is full.
+// FullPolicy says what happens to a new record when the background queue
+// is full.
 type FullPolicy int
 
 const (
@@ -45,20 +50,22 @@ const (
 // queue of DefaultQueueSize records, batches of up to DefaultBatchSize, and
 // the Drop policy.
 type DispatchOptions struct {
-	// Inline delivers each record to the sinks before Emit returns, in the
-	// calling goroutine: deterministic, for tests and short programs.
+	// Inline delivers each record to the sinks before Emit (or the
+	// recording call) returns, in the calling goroutine: deterministic, for
+	// tests and short programs.
 	Inline bool
-	// QueueSize bounds the background queue (default DefaultQueueSize).
+	// QueueSize bounds how many records may wait for the sinks (default
+	// DefaultQueueSize); OnFull says what happens beyond it.
 	QueueSize int
 	// BatchSize bounds one WriteRecords call (default DefaultBatchSize).
 	BatchSize int
 	// OnFull is the policy when the queue is full.
 	OnFull FullPolicy
-	// Linger is how long the background goroutine waits for more records
-	// after writing a batch smaller than BatchSize (default DefaultLinger).
-	// Waiting lets records pile up so that a busy program hands the
-	// goroutine whole batches instead of waking it for every record; it
-	// bounds how stale a sink can be, and how long Flush may wait.
+	// Linger is how long the background goroutine lets records pile up
+	// after the first one arrives before it delivers them (default
+	// DefaultLinger). Waiting hands sinks whole batches instead of waking
+	// the goroutine for every record; it bounds how stale a sink can be.
+	// Flush, Shutdown and a full queue cut it short.
 	Linger time.Duration
 	// OnError is called with each error a sink returns. The default
 	// prints it to standard error; errors are never silent.
@@ -74,31 +81,56 @@ const (
 
 // DispatchStats counts what a Dispatcher did.
 type DispatchStats struct {
-	Emitted    uint64 // records accepted by Emit
+	Emitted    uint64 // records accepted for the sinks
 	Written    uint64 // records handed to the sinks
-	Dropped    uint64 // records discarded: queue full, or emitted after Shutdown
+	Dropped    uint64 // records discarded: queue full, or made after Shutdown
 	SinkErrors uint64 // errors returned by sinks
 	Listeners  uint64 // records a stream listener missed because it was behind
 }
 
 // A Dispatcher delivers records to sinks and to stream listeners. It is safe
 // for concurrent use. Create one with NewDispatcher; stop it with Shutdown.
+//
+// In the background mode, records made through an ExecutionContext are not
+// copied into a queue: the run's own log is the queue. A run with records
+// not yet delivered registers itself once; after Linger the dispatcher's
+// goroutine takes the new part of each registered run's log and hands it
+// to the sinks. Recording a record thus costs an atomic add, not a channel
+// send, and the goroutines share memory once per batch instead of once per
+// record. Records given to Emit are copied into a queue of their own.
 type Dispatcher struct {
+	// Read by every recording goroutine for every record: kept apart from
+	// what the dispatcher's goroutine writes, so that the cache line stays
+	// in each core's cache.
 	opts  DispatchOptions
 	sinks []Sink
+	shut  atomic.Bool // Shutdown was called: later records are dropped
+	_     [64]byte
 
-	mu     sync.RWMutex // guards closed and sends on queue
-	closed bool
-	queue  chan Record
-	done   chan struct{}
+	// backlog counts records accepted but not yet written; it is what
+	// QueueSize bounds. Recording goroutines add to it, the dispatcher's
+	// goroutine subtracts once per batch.
+	backlog atomic.Int64
+	_       [64]byte
+
+	pmu      sync.Mutex
+	pending  []*ExecutionContext // runs with records not yet taken
+	extra    []Record            // records given to Emit, not yet taken
+	waiters  []chan struct{}     // Flush calls, released after the next delivery
+	hurry    bool                // someone waits: do not linger
+	stopping bool                // Shutdown: deliver what is left and exit
+	parked   bool                // the goroutine sleeps until work signals it
+	work     chan struct{}       // capacity 1: wakes the goroutine
+	done     chan struct{}       // closed when the goroutine exits
 
 	inlineMu sync.Mutex
+	closed   bool // Inline mode: Shutdown was called
 
-	emitted, written, dropped, sinkErrs, listenerDrops atomic.Uint64
+	inlineEmitted                             atomic.Uint64
+	written, dropped, sinkErrs, listenerDrops atomic.Uint64
 
 	progressMu sync.Mutex
 	progress   chan struct{} // closed and replaced after each batch
-	wake       chan struct{} // cuts a linger short, for Flush
 
 	listeners atomic.Pointer[[]*listener]
 	lmu       sync.Mutex
@@ -120,9 +152,8 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 	if opts.OnError == nil {
 		opts.OnError = func(err error) { fmt.Fprintln(os.Stderr, "loupe: trace sink:", err) }
 	}
-	d := &Dispatcher{opts: opts, sinks: sinks, progress: make(chan struct{}), wake: make(chan struct{}, 1)}
+	d := &Dispatcher{opts: opts, sinks: sinks, progress: make(chan struct{}), work: make(chan struct{}, 1), parked: true}
 	if !opts.Inline {
-		d.queue = make(chan Record, opts.QueueSize)
 		d.done = make(chan struct{})
 		go d.run()
 	}
@@ -140,24 +171,91 @@ func (d *Dispatcher) Emit(r Record) {
 		d.emitInline(r)
 		return
 	}
-	d.mu.RLock()
-	if d.closed {
-		d.mu.RUnlock()
-		d.dropped.Add(1)
+	ok, full := d.reserve()
+	if !ok {
 		return
 	}
-	if d.opts.OnFull == Block {
-		d.queue <- r
-		d.emitted.Add(1)
-	} else {
-		select {
-		case d.queue <- r:
-			d.emitted.Add(1)
-		default:
-			d.dropped.Add(1)
-		}
+	d.pmu.Lock()
+	wake := d.wakeLocked()
+	d.extra = append(d.extra, r)
+	d.pmu.Unlock()
+	if wake {
+		d.signal()
 	}
-	d.mu.RUnlock()
+	if full {
+		d.waitRoom()
+	}
+}
+
+// reserve counts one record into the backlog. It reports whether the
+// record may go to the sinks, and whether the queue is over its size, in
+// which case a Block caller must call waitRoom once it holds no locks.
+func (d *Dispatcher) reserve() (ok, full bool) {
+	if d.shut.Load() {
+		d.dropped.Add(1)
+		return false, false
+	}
+	if d.backlog.Add(1) > int64(d.opts.QueueSize) {
+		if d.opts.OnFull == Drop {
+			d.backlog.Add(-1)
+			d.dropped.Add(1)
+			return false, false
+		}
+		return true, true
+	}
+	return true, false
+}
+
+// waitRoom blocks until the backlog is within QueueSize again.
+func (d *Dispatcher) waitRoom() {
+	for d.backlog.Load() > int64(d.opts.QueueSize) && !d.shut.Load() {
+		d.progressMu.Lock()
+		ch := d.progress
+		d.progressMu.Unlock()
+		if d.backlog.Load() <= int64(d.opts.QueueSize) {
+			return
+		}
+		d.pmu.Lock()
+		d.hurry = true
+		d.pmu.Unlock()
+		d.signal()
+		<-ch
+	}
+}
+
+// idleLocked reports whether nothing is waiting to be taken. d.pmu must
+// be held.
+func (d *Dispatcher) idleLocked() bool { return len(d.pending) == 0 && len(d.extra) == 0 }
+
+// wakeLocked reports whether the caller, which just added work, must
+// signal the goroutine: only if it is parked. While records keep coming
+// the goroutine wakes itself on its linger timer, so that recording
+// goroutines do not pay for waking it. d.pmu must be held.
+func (d *Dispatcher) wakeLocked() bool {
+	w := d.parked
+	d.parked = false
+	return w
+}
+
+// signal wakes the dispatcher's goroutine, or leaves it a token if it is
+// busy.
+func (d *Dispatcher) signal() {
+	select {
+	case d.work <- struct{}{}:
+	default:
+	}
+}
+
+// register puts ec, which has records not yet taken, on the list the
+// goroutine takes from. A run registers once until its records are taken.
+func (d *Dispatcher) register(ec *ExecutionContext) {
+	d.pmu.Lock()
+	wake := d.wakeLocked()
+	d.pending = append(d.pending, ec)
+	d.pmu.Unlock()
+	if wake {
+		d.signal()
+	}
 }
 
 func (d *Dispatcher) emitInline(r Record) {
@@ -167,7 +265,7 @@ func (d *Dispatcher) emitInline(r Record) {
 		d.dropped.Add(1)
 		return
 	}
-	d.emitted.Add(1)
+	d.inlineEmitted.Add(1)
 	d.write([]Record{r})
 }
 
@@ -179,74 +277,223 @@ func (d *Dispatcher) write(batch []Record) {
 		}
 	}
 	d.written.Add(uint64(len(batch)))
+	if !d.opts.Inline {
+		d.backlog.Add(-int64(len(batch)))
+	}
 	d.progressMu.Lock()
 	close(d.progress)
 	d.progress = make(chan struct{})
 	d.progressMu.Unlock()
 }
 
-func (d *Dispatcher) run() {
-	defer close(d.done)
-	batch := make([]Record, 0, d.opts.BatchSize)
-	linger := time.NewTimer(time.Hour)
-	linger.Stop()
-	for r := range d.queue {
-		batch = append(batch, r)
-	fill:
-		for len(batch) < cap(batch) {
-			select {
-			case r, ok := <-d.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
+// cut is the highest Seq of one trace at the start of a delivery.
+type cut struct {
+	trace *traceState
+	seq   uint64
+}
+
+// take swaps out everything waiting to be delivered. For each trace of the
+// runs taken it notes the trace's last Seq (appending to cuts): the
+// delivery takes the records up to it and leaves later ones for the next.
+// Since a run registers before its record gets a Seq, every record up to
+// a cut belongs to a run taken now or earlier, so a delivery never hands
+// over a record while an earlier one of its trace waits for the next:
+// sinks see each trace in Seq order, nested runs included.
+func (d *Dispatcher) take(cuts []cut) (runs []*ExecutionContext, extra []Record, waiters []chan struct{}, stopping bool, _ []cut) {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	cuts = cuts[:0]
+next:
+	for _, ec := range d.pending {
+		for _, c := range cuts {
+			if c.trace == ec.trace {
+				continue next
 			}
 		}
-		d.write(batch)
-		// A small batch means records trickle in: wait for more rather
-		// than wake for each one. A large one means the queue is filling:
-		// go straight back to it.
-		small := len(batch) < min(cap(batch), cap(d.queue))/2
-		clear(batch) // drop references to values
-		batch = batch[:0]
-		if small {
+		cuts = append(cuts, cut{ec.trace, ec.trace.seq.Load()})
+	}
+	runs, extra, waiters = d.pending, d.extra, d.waiters
+	d.pending, d.extra, d.waiters = nil, nil, nil
+	d.hurry = false
+	return runs, extra, waiters, d.stopping, cuts
+}
+
+// requeue puts back runs that had records after their trace's cut.
+func (d *Dispatcher) requeue(runs []*ExecutionContext) {
+	if len(runs) == 0 {
+		return
+	}
+	d.pmu.Lock()
+	d.pending = append(d.pending, runs...)
+	d.pmu.Unlock()
+}
+
+// park decides whether the goroutine sleeps until signalled (nothing to
+// do, and quiet for a while) and marks it parked if so.
+func (d *Dispatcher) park(quiet int) bool {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	if d.hurry || d.stopping || len(d.waiters) > 0 || !d.idleLocked() || quiet < 2 {
+		return false
+	}
+	d.parked = true
+	return true
+}
+
+func (d *Dispatcher) urgent() bool {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	d.parked = false
+	return d.hurry || d.stopping || len(d.waiters) > 0
+}
+
+func (d *Dispatcher) run() {
+	defer close(d.done)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	var (
+		segs  [][]Record
+		batch []Record
+		cuts  []cut
+		again []*ExecutionContext
+		quiet int // deliveries in a row that found nothing
+	)
+	for {
+		if d.park(quiet) {
+			<-d.work
+		}
+		if !d.urgent() {
+			// Let records pile up so that the sinks get batches.
 			linger.Reset(d.opts.Linger)
 			select {
 			case <-linger.C:
-			case <-d.wake:
+			case <-d.work:
 				linger.Stop()
+			}
+		}
+		for {
+			var (
+				runs     []*ExecutionContext
+				extra    []Record
+				waiters  []chan struct{}
+				stopping bool
+			)
+			runs, extra, waiters, stopping, cuts = d.take(cuts)
+			segs, again = segs[:0], again[:0]
+			sources := 0 // runs (and Emit) that had records
+			for _, ec := range runs {
+				var c uint64
+				for _, x := range cuts {
+					if x.trace == ec.trace {
+						c = x.seq
+					}
+				}
+				k := len(segs)
+				var left bool
+				if segs, left = ec.takeUnsent(segs, c); len(segs) > k {
+					sources++
+				}
+				if left {
+					again = append(again, ec)
+				}
+			}
+			d.requeue(again)
+			clear(again)
+			if len(extra) > 0 {
+				segs = append(segs, extra)
+				sources++
+			}
+			n := 0
+			for _, s := range segs {
+				n += len(s)
+			}
+			batch = d.deliver(segs, n, sources > 1, batch)
+			for _, w := range waiters {
+				close(w)
+			}
+			if n == 0 {
+				quiet++
+			} else {
+				quiet = 0
+			}
+			if stopping {
+				d.pmu.Lock()
+				empty := d.idleLocked()
+				d.pmu.Unlock()
+				if empty {
+					return
+				}
+				continue
+			}
+			// Go straight on while the queue is filling; otherwise wait
+			// for the next record.
+			if n == 0 || d.backlog.Load() < int64(d.opts.BatchSize) {
+				break
 			}
 		}
 	}
 }
 
-// Flush waits until every record emitted before the call has been handed
-// to the sinks, or ctx is done. Sinks that buffer implement their own
-// flushing at the end of each WriteRecords call, so a nil error means the
-// records reached each sink's destination.
+// deliver writes the n records of segs to the sinks in batches of at most
+// BatchSize. One segment goes as it is; several are merged into batch
+// (returned for reuse). Records of one run are in order already; when
+// several runs contributed (mixed), the merged batch is put in Seq order
+// within each trace, so that a run and the runs nested in it reach the
+// sinks in the order they happened.
+func (d *Dispatcher) deliver(segs [][]Record, n int, mixed bool, batch []Record) []Record {
+	bs := d.opts.BatchSize
+	if len(segs) == 1 {
+		for s := segs[0]; len(s) > 0; {
+			k := min(len(s), bs)
+			d.write(s[:k])
+			s = s[k:]
+		}
+		clear(segs)
+		return batch
+	}
+	if n == 0 {
+		return batch
+	}
+	batch = batch[:0]
+	for _, s := range segs {
+		batch = append(batch, s...)
+	}
+	clear(segs)
+	if mixed {
+		slices.SortStableFunc(batch, func(a, b Record) int {
+			if c := bytes.Compare(a.TraceID[:], b.TraceID[:]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Seq, b.Seq)
+		})
+	}
+	for s := batch; len(s) > 0; {
+		k := min(len(s), bs)
+		d.write(s[:k])
+		s = s[k:]
+	}
+	clear(batch) // drop references to values
+	return batch[:0]
+}
+
+// Flush waits until every record made or emitted before the call has
+// been handed to the sinks, or ctx is done. Sinks that buffer implement
+// their own flushing at the end of each WriteRecords call, so a nil error
+// means the records reached each sink's destination.
 func (d *Dispatcher) Flush(ctx context.Context) error {
-	target := d.emitted.Load()
-	if d.written.Load() >= target {
+	if d.opts.Inline || d.backlog.Load() <= 0 {
 		return nil
 	}
-	select { // end the worker's linger: someone is waiting
-	case d.wake <- struct{}{}:
-	default:
-	}
-	for {
-		d.progressMu.Lock()
-		ch := d.progress
-		d.progressMu.Unlock()
-		if d.written.Load() >= target {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("trace: flush: %d records not yet written: %w", target-d.written.Load(), ctx.Err())
-		}
+	ch := make(chan struct{})
+	d.pmu.Lock()
+	d.waiters = append(d.waiters, ch)
+	d.pmu.Unlock()
+	d.signal()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("trace: flush: %d records not yet written: %w", max(d.backlog.Load(), 0), ctx.Err())
 	}
 }
 
@@ -286,16 +533,13 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 			return nil
 		}
 	} else {
-		d.mu.Lock()
-		already := d.closed
-		if !already {
-			d.closed = true
-			close(d.queue)
-		}
-		d.mu.Unlock()
-		if already {
+		if d.shut.Swap(true) {
 			return nil
 		}
+		d.pmu.Lock()
+		d.stopping = true
+		d.pmu.Unlock()
+		d.signal()
 		select {
 		case <-d.done:
 		case <-ctx.Done():
@@ -319,9 +563,14 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 
 // Stats returns the dispatcher's counters.
 func (d *Dispatcher) Stats() DispatchStats {
+	written := d.written.Load()
+	emitted := d.inlineEmitted.Load()
+	if !d.opts.Inline {
+		emitted = written + uint64(max(d.backlog.Load(), 0))
+	}
 	return DispatchStats{
-		Emitted:    d.emitted.Load(),
-		Written:    d.written.Load(),
+		Emitted:    emitted,
+		Written:    written,
 		Dropped:    d.dropped.Load(),
 		SinkErrors: d.sinkErrs.Load(),
 		Listeners:  d.listenerDrops.Load(),

@@ -173,3 +173,84 @@ func TestSubscribe(t *testing.T) {
 		t.Errorf("slow listener had %d records after the first, want 1 (seq 9)", n)
 	}
 }
+
+// TestDispatchRunsInSeqOrder records a run with nested runs while the
+// dispatcher delivers every few microseconds, and checks that the sink saw
+// every record once, in Seq order: a run's log is handed over in parts,
+// and a part of the parent never overtakes a part of a child.
+func TestDispatchRunsInSeqOrder(t *testing.T) {
+	c := &collect{}
+	tr := trace.New(trace.Options{Sinks: []trace.Sink{c}, Dispatch: trace.DispatchOptions{Linger: time.Microsecond, BatchSize: 7, OnFull: trace.Block}})
+	ctx, ec := tr.Start(context.Background(), "root", trace.RunOptions{})
+	for i := range 300 {
+		ec.StartIteration()
+		_, child := trace.SpawnChild(ctx, "sub", nil)
+		for range i % 4 {
+			child.Custom("step", trace.JSON(i))
+			_, grand := trace.SpawnChild(trace.NewContext(ctx, child), "grand", nil)
+			grand.Custom("leaf", nil)
+			grand.End()
+		}
+		child.End()
+		ec.EndIteration("continue")
+	}
+	ec.End()
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := ec.Records()
+	if len(c.recs) != len(want) {
+		t.Fatalf("sink got %d records, the run made %d", len(c.recs), len(want))
+	}
+	for i, r := range c.recs {
+		if r.Seq != uint64(i+1) {
+			t.Fatalf("record %d reached the sink with seq %d: out of order", i, r.Seq)
+		}
+	}
+}
+
+// TestDispatchRunRecordsDrop fills the queue from a run while the sink is
+// stuck: records beyond QueueSize are dropped for the sinks and counted,
+// and the run itself keeps every record.
+func TestDispatchRunRecordsDrop(t *testing.T) {
+	c := &collect{gate: make(chan struct{})}
+	tr := trace.New(trace.Options{Sinks: []trace.Sink{c}, Dispatch: trace.DispatchOptions{QueueSize: 8, BatchSize: 1}})
+	_, ec := tr.Start(context.Background(), "run", trace.RunOptions{})
+	for i := range 99 {
+		ec.Custom("x", trace.JSON(i))
+	}
+	st := tr.Dispatcher().Stats()
+	if st.Dropped == 0 || st.Emitted+st.Dropped != 100 {
+		t.Fatalf("stats %+v: want drops, and emitted+dropped = 100", st)
+	}
+	if n := len(ec.Records()); n != 100 {
+		t.Fatalf("the run kept %d of its 100 records", n)
+	}
+	close(c.gate)
+	err := tr.Shutdown(context.Background())
+	var de *trace.DropError
+	if !errors.As(err, &de) || de.Dropped != st.Dropped || c.len() != int(st.Emitted) {
+		t.Fatalf("Shutdown = %v; sink got %d of %d accepted", err, c.len(), st.Emitted)
+	}
+}
+
+// TestDispatchDeliversWithoutFlush checks that records reach the sink
+// after Linger on their own, also once the goroutine went to sleep for
+// lack of work.
+func TestDispatchDeliversWithoutFlush(t *testing.T) {
+	c := &collect{}
+	tr := trace.New(trace.Options{Sinks: []trace.Sink{c}, Dispatch: trace.DispatchOptions{Linger: time.Millisecond}})
+	defer tr.Shutdown(context.Background())
+	_, ec := tr.Start(context.Background(), "run", trace.RunOptions{})
+	for want := 1; want <= 3; want++ {
+		deadline := time.Now().Add(5 * time.Second)
+		for c.len() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("record %d not delivered within 5s without Flush", want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // long enough for the goroutine to park
+		ec.Custom("next", nil)
+	}
+}
