@@ -246,7 +246,10 @@ func (r *run) loop(ctx context.Context, loop AgentLoop, input string) (string, e
 				return "", err
 			}
 		}
-		iterStart := time.Now()
+		var iterStart time.Time
+		if hooks {
+			iterStart = time.Now()
+		}
 		step := loop.Next(ctx, ec)
 		if step.Action != ActionContinue {
 			step.Action = ActionTerminate

@@ -149,7 +149,10 @@ func CallTool(ctx context.Context, chain ToolChain, call ToolCall) ToolResult {
 	if ec != nil {
 		span = ec.Start(trace.TypeToolStart, call.Name, jsonValue(call.Input))
 	}
-	start := time.Now()
+	var start time.Time
+	if hooks { // the clock is read only for what uses it
+		start = time.Now()
+	}
 	if chain == nil {
 		res.Err = fmt.Errorf("no tools are available; %s cannot be called", call.Name)
 	} else {
@@ -212,20 +215,34 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 		}
 	}
 	var span trace.Span
+	var buf *[]byte
 	if ec != nil {
-		span = ec.Start(trace.TypeModelCall, name, requestValue(req))
+		// The request and response values are built in a pooled buffer:
+		// the recorder copies what it keeps, so the buffer is free again
+		// once EndModel returns.
+		buf = valueBufs.Get().(*[]byte)
+		*buf = appendRequest((*buf)[:0], req)
+		span = ec.Start(trace.TypeModelCall, name, *buf)
 		if req.OnDelta == nil {
 			req.OnDelta = func(kind, chunk string) { span.Delta(kind, trace.Text(chunk)) }
 		}
 	}
-	start := time.Now()
+	var start time.Time
+	if hooks {
+		start = time.Now()
+	}
 	resp, err := m.Generate(ctx, req)
 	if ec != nil {
 		var thinking trace.Value
 		if resp.Thinking != "" {
 			thinking = trace.Text(resp.Thinking)
 		}
-		span.EndModel(responseValue(resp), thinking, resp.Usage, resp.FinishReason, err)
+		in := len(*buf)
+		*buf = appendResponse(*buf, resp)
+		span.EndModel((*buf)[in:], thinking, resp.Usage, resp.FinishReason, err)
+		if cap(*buf) <= maxPooledBuf {
+			valueBufs.Put(buf)
+		}
 	}
 	if r != nil {
 		if err != nil {
@@ -251,19 +268,28 @@ func jsonValue(b []byte) trace.Value {
 	return trace.Raw(b) // JSON as it is, anything else as a JSON string
 }
 
-// requestValue is what a model.call record shows of the request: the
-// number of messages and tools, and the messages added since the model's
-// previous turn. Message records and earlier model.call records hold the
-// rest, and encoding the whole history on every call would make tracing
-// cost grow with the square of the conversation.
-func requestValue(req Request) trace.Value {
+// valueBufs holds buffers for the values of model.call records.
+var valueBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledBuf keeps a buffer that grew for one huge request out of the pool.
+const maxPooledBuf = 64 << 10
+
+// requestValue is what a model.call record shows of the request; see
+// appendRequest.
+func requestValue(req Request) trace.Value { return appendRequest(nil, req) }
+
+// appendRequest appends what a model.call record shows of the request:
+// the number of messages and tools, and the messages added since the
+// model's previous turn. Message records and earlier model.call records
+// hold the rest, and encoding the whole history on every call would make
+// tracing cost grow with the square of the conversation.
+func appendRequest(b []byte, req Request) []byte {
 	i := len(req.Messages)
 	for i > 0 && req.Messages[i-1].Role != RoleAssistant {
 		i--
 	}
 	// Built by hand: this runs on every model call, and json.Marshal's
 	// reflection was the largest part of what tracing cost the loop.
-	b := make([]byte, 0, 128)
 	b = append(b, `{"messages":`...)
 	b = strconv.AppendInt(b, int64(len(req.Messages)), 10)
 	if len(req.Tools) > 0 {
@@ -271,11 +297,11 @@ func requestValue(req Request) trace.Value {
 		b = strconv.AppendInt(b, int64(len(req.Tools)), 10)
 	}
 	b = append(b, `,"new":[`...)
-	for j, m := range req.Messages[i:] {
+	for j := range req.Messages[i:] {
 		if j > 0 {
 			b = append(b, ',')
 		}
-		b = appendMessage(b, &m)
+		b = appendMessage(b, &req.Messages[i+j])
 	}
 	return append(b, "]}"...)
 }
@@ -318,7 +344,7 @@ func appendToolCalls(b []byte, calls []ToolCall) []byte {
 		b = append(b, `,"name":`...)
 		b = trace.AppendString(b, c.Name)
 		b = append(b, `,"input":`...)
-		if len(c.Input) == 0 || !json.Valid(c.Input) {
+		if len(c.Input) == 0 || !trace.ValidJSON(c.Input) {
 			b = append(b, "null"...) // what json.Marshal cannot do, the trace must not break on
 		} else {
 			b = append(b, c.Input...)
@@ -328,16 +354,18 @@ func appendToolCalls(b []byte, calls []ToolCall) []byte {
 	return append(b, ']')
 }
 
-// responseValue is the model.call output: the text alone, or the text and
-// the tool calls.
-func responseValue(resp Response) trace.Value {
+// responseValue is the model.call output; see appendResponse.
+func responseValue(resp Response) trace.Value { return appendResponse(nil, resp) }
+
+// appendResponse appends the model.call output: the text alone (nothing
+// for no text), or the text and the tool calls.
+func appendResponse(b []byte, resp Response) []byte {
 	if len(resp.ToolCalls) == 0 {
 		if resp.Content == "" {
-			return nil
+			return b
 		}
-		return trace.Text(resp.Content)
+		return trace.AppendString(b, resp.Content)
 	}
-	b := make([]byte, 0, 128)
 	b = append(b, '{')
 	if resp.Content != "" {
 		b = append(b, `"content":`...)

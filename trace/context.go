@@ -45,8 +45,9 @@ type Options struct {
 	// possibly concurrently, so it must be safe for concurrent use. Like
 	// slog's ReplaceAttr, it is the one place to scrub secrets.
 	Redact func(r *Record, f Field, v Value) Value
-	// Now returns the current time; nil means time.Now. Tests set it for
-	// deterministic output.
+	// Now returns the current time; nil means the system clock (the wall
+	// time read once a second, plus monotonic time elapsed since). Tests
+	// set it for deterministic output.
 	Now func() time.Time
 }
 
@@ -57,6 +58,7 @@ type Tracer struct {
 	opts Options
 	disp *Dispatcher
 	now  func() time.Time
+	clk  clock
 	// runSize is how many records the last root run made: the next run's
 	// log starts that big, so a service running the same agent over and
 	// over never grows (copies) its logs.
@@ -68,7 +70,7 @@ type Tracer struct {
 func New(opts Options) *Tracer {
 	t := &Tracer{opts: opts, now: opts.Now}
 	if t.now == nil {
-		t.now = time.Now
+		t.now = t.clk.now
 	}
 	if t.opts.MaxValueBytes == 0 {
 		t.opts.MaxValueBytes = DefaultMaxValueBytes

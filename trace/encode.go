@@ -119,7 +119,7 @@ func appendValue(b []byte, key string, v Value) []byte {
 	b = append(b, key...)
 	// Values made by JSON, Text and Raw are valid JSON, but a Value is a
 	// byte slice anyone can build; checking here keeps every line valid.
-	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 && json.Valid(v) {
+	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 && ValidJSON(v) {
 		return append(b, v...) // the common case: already one valid line
 	}
 	// Compact so that one record stays one line.

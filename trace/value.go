@@ -46,7 +46,7 @@ func Text(s string) Value {
 // Raw returns b as a Value if it is one valid JSON value, and otherwise b
 // as a JSON string, so that a Value always holds JSON. Recording copies it.
 func Raw(b []byte) Value {
-	if !json.Valid(b) {
+	if !ValidJSON(b) {
 		return Text(string(b))
 	}
 	return Value(b)
