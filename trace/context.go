@@ -379,6 +379,11 @@ func (ec *ExecutionContext) capture(r *Record) (fresh [3]bool) {
 // larger ones get an allocation of their own.
 const maxArenaValue = 1 << 10
 
+// maxArenaBlock is the largest arena block: the runtime's largest small
+// object. Larger blocks would be large objects, whose pages the runtime
+// hands back to the OS between runs, to be faulted in again.
+const maxArenaBlock = 32 << 10
+
 // keep copies r's values, except fresh ones, so that the caller's buffers
 // are not retained and the caller may reuse them. Small values go into the
 // run's arena: a few large pointer-free blocks instead of an allocation
@@ -397,7 +402,7 @@ func (ec *ExecutionContext) keep(r *Record, fresh [3]bool) {
 			if cap(ec.arena)-len(ec.arena) < n {
 				size := 4 << 10
 				if c := cap(ec.arena); c > 0 {
-					size = min(2*c, 64<<10)
+					size = min(2*c, maxArenaBlock)
 				}
 				ec.arena = make([]byte, 0, size)
 			}
