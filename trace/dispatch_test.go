@@ -254,3 +254,66 @@ func TestDispatchDeliversWithoutFlush(t *testing.T) {
 		ec.Custom("next", nil)
 	}
 }
+
+// TestDispatchAccountingUnderLoad records from many goroutines and nested
+// runs into a small queue with the Drop policy and a slow sink, flushing
+// and subscribing along the way: every record is either written once or
+// counted as dropped, and the sink never sees one twice.
+func TestDispatchAccountingUnderLoad(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	slow := trace.SinkFunc(func(_ context.Context, rs []trace.Record) error {
+		time.Sleep(50 * time.Microsecond)
+		mu.Lock()
+		for _, r := range rs {
+			seen[r.Seq]++
+		}
+		mu.Unlock()
+		return nil
+	})
+	tr := trace.New(trace.Options{Sinks: []trace.Sink{slow}, Dispatch: trace.DispatchOptions{QueueSize: 32, BatchSize: 8, Linger: 100 * time.Microsecond}})
+	live, stop := tr.Dispatcher().Subscribe(16)
+	go func() {
+		for range live {
+		}
+	}()
+	ctx, ec := tr.Start(context.Background(), "load", trace.RunOptions{})
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 200 {
+				if i%50 == 0 {
+					_ = tr.Flush(context.Background())
+				}
+				if w%4 == 0 {
+					_, child := trace.SpawnChild(ctx, "sub", nil)
+					child.Custom("x", trace.JSON(i))
+					child.End()
+					continue
+				}
+				ec.Custom("y", trace.JSON(i))
+			}
+		})
+	}
+	wg.Wait()
+	ec.End()
+	stop()
+	err := tr.Shutdown(context.Background())
+	st := tr.Dispatcher().Stats()
+	total := uint64(len(ec.Records()))
+	if st.Emitted+st.Dropped != total || st.Written != st.Emitted {
+		t.Fatalf("stats %+v for %d records: want emitted+dropped = records, written = emitted", st, total)
+	}
+	var de *trace.DropError
+	if st.Dropped > 0 && (!errors.As(err, &de) || de.Dropped != st.Dropped) {
+		t.Fatalf("Shutdown = %v, want a DropError with %d dropped", err, st.Dropped)
+	}
+	for seq, n := range seen {
+		if n != 1 {
+			t.Fatalf("seq %d reached the sink %d times", seq, n)
+		}
+	}
+	if uint64(len(seen)) != st.Written {
+		t.Fatalf("sink saw %d distinct records, %d written", len(seen), st.Written)
+	}
+}
