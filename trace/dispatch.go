@@ -492,6 +492,10 @@ func (d *Dispatcher) Flush(ctx context.Context) error {
 	select {
 	case <-ch:
 		return nil
+	case <-d.done:
+		// Shutdown stopped the goroutine with records left (its context
+		// ended first): nothing will write them now.
+		return fmt.Errorf("trace: flush: the dispatcher was shut down with %d records not written", max(d.backlog.Load(), 0))
 	case <-ctx.Done():
 		return fmt.Errorf("trace: flush: %d records not yet written: %w", max(d.backlog.Load(), 0), ctx.Err())
 	}
