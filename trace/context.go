@@ -400,7 +400,7 @@ func (ec *ExecutionContext) keep(r *Record, fresh [3]bool) {
 			*v = append(Value(nil), *v...)
 		default:
 			if cap(ec.arena)-len(ec.arena) < n {
-				size := 4 << 10
+				size := 1 << 10 // small for the many short runs (sub-agents), doubling for long ones
 				if c := cap(ec.arena); c > 0 {
 					size = min(2*c, maxArenaBlock)
 				}
