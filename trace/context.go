@@ -337,11 +337,11 @@ func (ec *ExecutionContext) record(r Record) {
 	}
 }
 
-// capture applies the capture policy and Redact to r's values. It runs
-// outside the run's lock, since Redact is the caller's code. It reports,
-// per value (input, output, thinking), whether the value is a buffer of
-// its own making that nothing else references (a truncation or omission
-// marker); keep copies the others.
+// capture applies the capture policy and Redact to r's values, and copies
+// values too big for the run's arena. It runs outside the run's lock,
+// since Redact is the caller's code. It reports, per value (input, output,
+// thinking), whether the value is a buffer of its own making that nothing
+// else references (a marker or a copy); keep copies the others.
 func (ec *ExecutionContext) capture(r *Record) (fresh [3]bool) {
 	if len(r.Input) == 0 && len(r.Output) == 0 && len(r.Thinking) == 0 {
 		return fresh
@@ -364,12 +364,16 @@ func (ec *ExecutionContext) capture(r *Record) (fresh [3]bool) {
 		r.Output = redact(o.Redact, view, FieldOutput, r.Output)
 		r.Thinking = redact(o.Redact, view, FieldThinking, r.Thinking)
 	}
-	if limit := o.MaxValueBytes; limit > 0 {
-		for i, v := range [...]*Value{&r.Input, &r.Output, &r.Thinking} {
-			if len(*v) > limit {
-				*v = truncate(*v, limit) // a fresh buffer already
-				fresh[i] = true
-			}
+	limit := o.MaxValueBytes
+	for i, v := range [...]*Value{&r.Input, &r.Output, &r.Thinking} {
+		switch n := len(*v); {
+		case limit > 0 && n > limit:
+			*v = truncate(*v, limit) // a fresh buffer already
+			fresh[i] = true
+		case n > maxArenaValue:
+			// Too big for the arena: copied here, outside the lock.
+			*v = append(Value(nil), *v...)
+			fresh[i] = true
 		}
 	}
 	return fresh
@@ -384,11 +388,10 @@ const maxArenaValue = 1 << 10
 // hands back to the OS between runs, to be faulted in again.
 const maxArenaBlock = 32 << 10
 
-// keep copies r's values, except fresh ones, so that the caller's buffers
-// are not retained and the caller may reuse them. Small values go into the
-// run's arena: a few large pointer-free blocks instead of an allocation
-// per record, which the garbage collector need not scan. ec.mu must be
-// held.
+// keep copies r's values, except fresh ones, into the run's arena, so
+// that the caller's buffers are not retained and the caller may reuse
+// them: a few pointer-free blocks instead of an allocation per record,
+// which the garbage collector need not scan. ec.mu must be held.
 func (ec *ExecutionContext) keep(r *Record, fresh [3]bool) {
 	for i, v := range [...]*Value{&r.Input, &r.Output, &r.Thinking} {
 		n := len(*v)
@@ -396,8 +399,6 @@ func (ec *ExecutionContext) keep(r *Record, fresh [3]bool) {
 		case n == 0:
 			*v = nil
 		case fresh[i]:
-		case n > maxArenaValue:
-			*v = append(Value(nil), *v...)
 		default:
 			if cap(ec.arena)-len(ec.arena) < n {
 				size := 1 << 10 // small for the many short runs (sub-agents), doubling for long ones

@@ -351,13 +351,8 @@ func (d *Dispatcher) run() {
 	defer close(d.done)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	var (
-		segs  [][]Record
-		batch []Record
-		cuts  []cut
-		again []*ExecutionContext
-		quiet int // deliveries in a row that found nothing
-	)
+	var w worker
+	quiet := 0 // rounds in a row that found nothing
 	for {
 		if d.park(quiet) {
 			<-d.work
@@ -372,45 +367,7 @@ func (d *Dispatcher) run() {
 			}
 		}
 		for {
-			var (
-				runs     []*ExecutionContext
-				extra    []Record
-				waiters  []chan struct{}
-				stopping bool
-			)
-			runs, extra, waiters, stopping, cuts = d.take(cuts)
-			segs, again = segs[:0], again[:0]
-			sources := 0 // runs (and Emit) that had records
-			for _, ec := range runs {
-				var c uint64
-				for _, x := range cuts {
-					if x.trace == ec.trace {
-						c = x.seq
-					}
-				}
-				k := len(segs)
-				var left bool
-				if segs, left = ec.takeUnsent(segs, c); len(segs) > k {
-					sources++
-				}
-				if left {
-					again = append(again, ec)
-				}
-			}
-			d.requeue(again)
-			clear(again)
-			if len(extra) > 0 {
-				segs = append(segs, extra)
-				sources++
-			}
-			n := 0
-			for _, s := range segs {
-				n += len(s)
-			}
-			batch = d.deliver(segs, n, sources > 1, batch)
-			for _, w := range waiters {
-				close(w)
-			}
+			n, stopping := d.round(&w)
 			if n == 0 {
 				quiet++
 			} else {
@@ -432,6 +389,58 @@ func (d *Dispatcher) run() {
 			}
 		}
 	}
+}
+
+// worker is the dispatcher goroutine's scratch space, reused every round.
+type worker struct {
+	segs  [][]Record
+	batch []Record
+	cuts  []cut
+	again []*ExecutionContext
+}
+
+// round takes what is waiting (see take) and delivers it, then releases
+// the Flush calls taken with it. It returns how many records it delivered
+// and whether Shutdown asked the goroutine to stop.
+func (d *Dispatcher) round(w *worker) (n int, stopping bool) {
+	var (
+		runs    []*ExecutionContext
+		extra   []Record
+		waiters []chan struct{}
+	)
+	runs, extra, waiters, stopping, w.cuts = d.take(w.cuts)
+	w.segs, w.again = w.segs[:0], w.again[:0]
+	sources := 0 // runs (and Emit) that had records
+	for _, ec := range runs {
+		var c uint64
+		for _, x := range w.cuts {
+			if x.trace == ec.trace {
+				c = x.seq
+			}
+		}
+		k := len(w.segs)
+		var left bool
+		if w.segs, left = ec.takeUnsent(w.segs, c); len(w.segs) > k {
+			sources++
+		}
+		if left {
+			w.again = append(w.again, ec)
+		}
+	}
+	d.requeue(w.again)
+	clear(w.again)
+	if len(extra) > 0 {
+		w.segs = append(w.segs, extra)
+		sources++
+	}
+	for _, s := range w.segs {
+		n += len(s)
+	}
+	w.batch = d.deliver(w.segs, n, sources > 1, w.batch)
+	for _, ch := range waiters {
+		close(ch)
+	}
+	return n, stopping
 }
 
 // deliver writes the n records of segs to the sinks in batches of at most

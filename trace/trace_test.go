@@ -7,6 +7,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -492,5 +493,50 @@ func TestRecordsOfRepeatedRuns(t *testing.T) {
 		if r.Seq != uint64(i+1) {
 			t.Fatalf("record %d has seq %d", i, r.Seq)
 		}
+	}
+}
+
+// TestValuesAreCopied mutates the caller's buffers after recording and
+// checks that the records did not change, for values that go into the
+// run's arena, values too big for it, and truncated ones; and that
+// appending to a recorded value cannot overwrite its neighbour in the arena.
+func TestValuesAreCopied(t *testing.T) {
+	for _, size := range []int{1, 100, 1 << 10, 1<<10 + 1, 5000, 70 << 10} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			tr := trace.New(trace.Options{})
+			_, ec := tr.Start(context.Background(), "copy", trace.RunOptions{})
+			mk := func(c byte) []byte {
+				b := bytes.Repeat([]byte{c}, size)
+				b[0], b[len(b)-1] = '"', '"'
+				if size == 1 {
+					b[0] = '1'
+				}
+				return b
+			}
+			in, out, th := mk('a'), mk('b'), mk('c')
+			ec.Record(trace.Record{Type: trace.TypeModelCall, Name: "m", Input: in, Output: out, Thinking: th})
+			span := ec.Start(trace.TypeToolStart, "t", in)
+			span.End(out, nil)
+			recs := ec.Records()
+			want := make([]string, 0, 8)
+			for _, r := range recs {
+				want = append(want, string(r.Input)+"|"+string(r.Output)+"|"+string(r.Thinking))
+			}
+			for _, b := range [][]byte{in, out, th} {
+				for i := range b {
+					b[i] = 'X'
+				}
+			}
+			for i, r := range ec.Records() {
+				if got := string(r.Input) + "|" + string(r.Output) + "|" + string(r.Thinking); got != want[i] {
+					t.Fatalf("record %d (%s) changed when the caller reused its buffers", i, r.Type)
+				}
+			}
+			mc := recs[1]
+			_ = append(mc.Input, "overflow"...)
+			if string(recs[1].Output) != want[1][len(mc.Input)+1:len(mc.Input)+1+len(mc.Output)] {
+				t.Fatal("appending to a recorded value overwrote the next one")
+			}
+		})
 	}
 }
