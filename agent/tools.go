@@ -274,10 +274,6 @@ var valueBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &
 // maxPooledBuf keeps a buffer that grew for one huge request out of the pool.
 const maxPooledBuf = 64 << 10
 
-// requestValue is what a model.call record shows of the request; see
-// appendRequest.
-func requestValue(req Request) trace.Value { return appendRequest(nil, req) }
-
 // appendRequest appends what a model.call record shows of the request:
 // the number of messages and tools, and the messages added since the
 // model's previous turn. Message records and earlier model.call records
@@ -353,9 +349,6 @@ func appendToolCalls(b []byte, calls []ToolCall) []byte {
 	}
 	return append(b, ']')
 }
-
-// responseValue is the model.call output; see appendResponse.
-func responseValue(resp Response) trace.Value { return appendResponse(nil, resp) }
 
 // appendResponse appends the model.call output: the text alone (nothing
 // for no text), or the text and the tool calls.

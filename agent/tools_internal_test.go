@@ -26,8 +26,8 @@ func TestRequestAndResponseValuesMatchEncodingJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := requestValue(req); !sameJSON(t, got, want) {
-		t.Errorf("requestValue\n got %s\nwant %s", got, want)
+	if got := appendRequest(nil, req); !sameJSON(t, got, want) {
+		t.Errorf("appendRequest\n got %s\nwant %s", got, want)
 	}
 	// calls[1] has no input, which json.Marshal encodes as null.
 	for _, resp := range []Response{{Content: "ok", ToolCalls: calls}, {ToolCalls: calls[:1]}} {
@@ -38,8 +38,8 @@ func TestRequestAndResponseValuesMatchEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := responseValue(resp); !sameJSON(t, got, want) {
-			t.Errorf("responseValue\n got %s\nwant %s", got, want)
+		if got := appendResponse(nil, resp); !sameJSON(t, got, want) {
+			t.Errorf("appendResponse\n got %s\nwant %s", got, want)
 		}
 	}
 }
