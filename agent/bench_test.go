@@ -137,3 +137,53 @@ func benchRun(b *testing.B, rounds int) {
 		run(b, tracer)
 	})
 }
+
+// BenchmarkRun1000Paired runs the agent of BenchmarkRun1000 untraced and
+// traced by turns, one run each per op, and reports the traced run's
+// overhead: the median over ops of (traced − untraced) / untraced, in
+// percent. Pairing the two runs of an op cancels the host's slow drift,
+// which moves the means of separate benchmarks by several percent here.
+// Use -benchtime 40x or more; each op takes about 140 ms.
+func BenchmarkRun1000Paired(b *testing.B) {
+	const iterations = 1000
+	script := benchScript(b, iterations)
+	work := agent.NewToolbox(workTool(rounds50us()))
+	tracer := trace.New(trace.Options{
+		Sinks:    []trace.Sink{jsonl.NewSink(io.Discard)},
+		Dispatch: trace.DispatchOptions{OnFull: trace.Block},
+	})
+	defer func() {
+		if err := tracer.Shutdown(context.Background()); err != nil {
+			b.Error(err)
+		}
+	}()
+	runOnce := func(tr *trace.Tracer) time.Duration {
+		exec := &agent.Executor{Tracer: tr, Limits: agent.Limits{MaxIterations: iterations + 1}}
+		start := time.Now()
+		res := exec.Run(context.Background(), &agent.ReAct{Model: script.NewModel(), Tools: work}, "work")
+		if res.Err != nil || res.Answer != "done" {
+			b.Fatal(res.Err)
+		}
+		if err := tr.Flush(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	runOnce(tracer) // the tracer sizes its runs' logs from the previous run
+	var overhead []float64
+	n := 0
+	for b.Loop() {
+		// Alternate which goes first, so that neither always follows the
+		// other's garbage.
+		var u, t time.Duration
+		if n%2 == 0 {
+			u, t = runOnce(nil), runOnce(tracer)
+		} else {
+			t, u = runOnce(tracer), runOnce(nil)
+		}
+		n++
+		overhead = append(overhead, 100*float64(t-u)/float64(u))
+	}
+	slices.Sort(overhead)
+	b.ReportMetric(overhead[len(overhead)/2], "overhead-%")
+}
