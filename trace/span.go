@@ -51,7 +51,23 @@ func (s Span) Context(ctx context.Context) context.Context {
 	if s.ec == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, spanKey{}, spanRef{s.ec, s.id})
+	return &spanCtx{ctx, spanRef{s.ec, s.id}}
+}
+
+// spanCtx is context.WithValue(parent, spanKey{}, ref) in one allocation
+// instead of two (WithValue boxes the value): the agent makes one for every
+// tool call.
+type spanCtx struct {
+	context.Context
+	ref spanRef
+}
+
+// Value returns the span for spanKey and asks the parent for anything else.
+func (c *spanCtx) Value(key any) any {
+	if _, ok := key.(spanKey); ok {
+		return c.ref
+	}
+	return c.Context.Value(key)
 }
 
 // ID returns the span's id.
