@@ -767,7 +767,7 @@ func (l *recordLog) append(r Record) {
 	}
 	n := len(l.chunks)
 	if n == 0 || len(l.chunks[n-1]) == cap(l.chunks[n-1]) {
-		size := 16
+		size := firstChunk
 		if n > 0 {
 			size = min(2*cap(l.chunks[n-1]), maxChunk)
 		}
@@ -777,23 +777,55 @@ func (l *recordLog) append(r Record) {
 	l.chunks[n-1] = append(l.chunks[n-1], r)
 }
 
+// Chunk sizes after the head: firstChunk, then doubling up to maxChunk.
+const firstChunk = 16
+
+// locate returns where record i of the log is: in chunk c (-1 for the
+// head) at offset off. Chunk sizes are fixed (16, 32, then 64), so this is
+// arithmetic, not a walk: the dispatcher locates records in logs of
+// millions.
+func (l *recordLog) locate(i int) (c, off int) {
+	if i < len(l.head) {
+		return -1, i
+	}
+	i -= len(l.head)
+	for c, size := 0, firstChunk; ; c, size = c+1, min(2*size, maxChunk) {
+		if size == maxChunk {
+			return c + i/maxChunk, i % maxChunk
+		}
+		if i < size {
+			return c, i
+		}
+		i -= size
+	}
+}
+
+// part returns chunk c of the log (-1 for the head).
+func (l *recordLog) part(c int) []Record {
+	if c < 0 {
+		return l.head
+	}
+	return l.chunks[c]
+}
+
+// at returns the record at index i of the log.
+func (l *recordLog) at(i int) *Record {
+	c, off := l.locate(i)
+	return &l.part(c)[off]
+}
+
 // appendSlices appends to segs the slices of the log that hold records
 // from (inclusive) to to (exclusive), and returns segs.
 func (l *recordLog) appendSlices(segs [][]Record, from, to int) [][]Record {
-	off := 0
-	add := func(part []Record) {
-		lo, hi := max(from-off, 0), min(to-off, len(part))
-		if lo < hi {
-			segs = append(segs, part[lo:hi:hi])
-		}
-		off += len(part)
+	if from >= to {
+		return segs
 	}
-	add(l.head)
-	for _, c := range l.chunks {
-		if off >= to {
-			break
-		}
-		add(c)
+	c, off := l.locate(from)
+	for n := to - from; n > 0; c, off = c+1, 0 {
+		p := l.part(c)
+		k := min(len(p)-off, n)
+		segs = append(segs, p[off:off+k:off+k])
+		n -= k
 	}
 	return segs
 }
@@ -836,19 +868,4 @@ func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record,
 	left := len(ec.unsent) > 0
 	ec.queued = left
 	return segs, left
-}
-
-// at returns the record at index i of the log.
-func (l *recordLog) at(i int) *Record {
-	if i < len(l.head) {
-		return &l.head[i]
-	}
-	i -= len(l.head)
-	for _, c := range l.chunks {
-		if i < len(c) {
-			return &c[i]
-		}
-		i -= len(c)
-	}
-	panic("trace: record log index out of range")
 }
