@@ -139,10 +139,15 @@ func CallTool(ctx context.Context, chain ToolChain, call ToolCall) ToolResult {
 	}
 	hooks := r != nil && len(r.exec.Hooks) > 0
 	if hooks {
-		if err := r.fire(ctx, &HookEvent{Point: BeforeTool, ToolCall: &call}, true); err != nil {
+		// Hooks get pointers to copies made here, so that without hooks
+		// the call stays on the stack (the same for the request and
+		// response in Generate).
+		c := call
+		if err := r.fire(ctx, &HookEvent{Point: BeforeTool, ToolCall: &c}, true); err != nil {
 			res.Err = err
 			return res
 		}
+		call = c
 		res.Call = call
 	}
 	var span trace.Span
@@ -165,7 +170,8 @@ func CallTool(ctx context.Context, chain ToolChain, call ToolCall) ToolResult {
 		res.Err = r.ctxErr(ctx, res.Err)
 	}
 	if hooks {
-		if err := r.fire(ctx, &HookEvent{Point: AfterTool, ToolCall: &call, ToolOutput: res.Output, Err: res.Err, Duration: time.Since(start)}, true); err != nil {
+		c := call
+		if err := r.fire(ctx, &HookEvent{Point: AfterTool, ToolCall: &c, ToolOutput: res.Output, Err: res.Err, Duration: time.Since(start)}, true); err != nil {
 			res.Err = err
 		}
 	}
@@ -210,9 +216,11 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 	hooks := r != nil && len(r.exec.Hooks) > 0
 	name := m.Name()
 	if hooks {
-		if err := r.fire(ctx, &HookEvent{Point: BeforeModel, Model: name, Request: &req}, true); err != nil {
+		rq := req
+		if err := r.fire(ctx, &HookEvent{Point: BeforeModel, Model: name, Request: &rq}, true); err != nil {
 			return Response{}, err
 		}
+		req = rq
 	}
 	var span trace.Span
 	var buf *[]byte
@@ -252,9 +260,11 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 		}
 	}
 	if hooks {
-		if herr := r.fire(ctx, &HookEvent{Point: AfterModel, Model: name, Request: &req, Response: &resp, Err: err, Duration: time.Since(start)}, true); herr != nil && err == nil {
+		rq, rs := req, resp
+		if herr := r.fire(ctx, &HookEvent{Point: AfterModel, Model: name, Request: &rq, Response: &rs, Err: err, Duration: time.Since(start)}, true); herr != nil && err == nil {
 			err = herr
 		}
+		resp = rs
 	}
 	return resp, err
 }
