@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -394,9 +393,17 @@ func (d *Dispatcher) run() {
 // worker is the dispatcher goroutine's scratch space, reused every round.
 type worker struct {
 	segs  [][]Record
+	parts []part
 	batch []Record
 	cuts  []cut
 	again []*ExecutionContext
+}
+
+// part is what one run (or Emit) contributed to a round: segs[lo:hi].
+type part struct {
+	trace  *traceState // nil for Emit's records
+	lo, hi int
+	done   bool
 }
 
 // round takes what is waiting (see take) and delivers it, then releases
@@ -409,8 +416,7 @@ func (d *Dispatcher) round(w *worker) (n int, stopping bool) {
 		waiters []chan struct{}
 	)
 	runs, extra, waiters, stopping, w.cuts = d.take(w.cuts)
-	w.segs, w.again = w.segs[:0], w.again[:0]
-	sources := 0 // runs (and Emit) that had records
+	w.segs, w.parts, w.again = w.segs[:0], w.parts[:0], w.again[:0]
 	for _, ec := range runs {
 		var c uint64
 		for _, x := range w.cuts {
@@ -421,7 +427,7 @@ func (d *Dispatcher) round(w *worker) (n int, stopping bool) {
 		k := len(w.segs)
 		var left bool
 		if w.segs, left = ec.takeUnsent(w.segs, c); len(w.segs) > k {
-			sources++
+			w.parts = append(w.parts, part{trace: ec.trace, lo: k, hi: len(w.segs)})
 		}
 		if left {
 			w.again = append(w.again, ec)
@@ -431,58 +437,66 @@ func (d *Dispatcher) round(w *worker) (n int, stopping bool) {
 	clear(w.again)
 	if len(extra) > 0 {
 		w.segs = append(w.segs, extra)
-		sources++
+		w.parts = append(w.parts, part{lo: len(w.segs) - 1, hi: len(w.segs)})
 	}
 	for _, s := range w.segs {
 		n += len(s)
 	}
-	w.batch = d.deliver(w.segs, n, sources > 1, w.batch)
+	d.deliver(w, n)
 	for _, ch := range waiters {
 		close(ch)
 	}
 	return n, stopping
 }
 
-// deliver writes the n records of segs to the sinks in batches of at most
-// BatchSize. One segment goes as it is; several are merged into batch
-// (returned for reuse). Records of one run are in order already; when
-// several runs contributed (mixed), the merged batch is put in Seq order
-// within each trace, so that a run and the runs nested in it reach the
-// sinks in the order they happened.
-func (d *Dispatcher) deliver(segs [][]Record, n int, mixed bool, batch []Record) []Record {
+// deliver writes the n records of the round in w to the sinks, in batches
+// of at most BatchSize. A single slice goes as it is. Otherwise the parts
+// are merged into w.batch, grouped by trace; a trace to which several runs
+// (a run and the runs nested in it) contributed is put in Seq order, so
+// that the sinks see every trace in the order it happened. Only those
+// groups are sorted: the records of one run are in order already.
+func (d *Dispatcher) deliver(w *worker, n int) {
 	bs := d.opts.BatchSize
-	if len(segs) == 1 {
-		for s := segs[0]; len(s) > 0; {
+	write := func(s []Record) {
+		for len(s) > 0 {
 			k := min(len(s), bs)
 			d.write(s[:k])
 			s = s[k:]
 		}
-		clear(segs)
-		return batch
+	}
+	defer clear(w.segs)
+	if len(w.segs) == 1 {
+		write(w.segs[0])
+		return
 	}
 	if n == 0 {
-		return batch
+		return
 	}
-	batch = batch[:0]
-	for _, s := range segs {
-		batch = append(batch, s...)
-	}
-	clear(segs)
-	if mixed {
-		slices.SortStableFunc(batch, func(a, b Record) int {
-			if c := bytes.Compare(a.TraceID[:], b.TraceID[:]); c != 0 {
-				return c
+	b := w.batch[:0]
+	for i := range w.parts {
+		p := &w.parts[i]
+		if p.done {
+			continue
+		}
+		start, runs := len(b), 0
+		for j := i; j < len(w.parts); j++ {
+			q := &w.parts[j]
+			if q.done || q.trace != p.trace || p.trace == nil && j != i {
+				continue
 			}
-			return cmp.Compare(a.Seq, b.Seq)
-		})
+			q.done = true
+			runs++
+			for _, s := range w.segs[q.lo:q.hi] {
+				b = append(b, s...)
+			}
+		}
+		if runs > 1 {
+			slices.SortFunc(b[start:], func(x, y Record) int { return cmp.Compare(x.Seq, y.Seq) })
+		}
 	}
-	for s := batch; len(s) > 0; {
-		k := min(len(s), bs)
-		d.write(s[:k])
-		s = s[k:]
-	}
-	clear(batch) // drop references to values
-	return batch[:0]
+	write(b)
+	clear(b) // drop references to values
+	w.batch = b[:0]
 }
 
 // Flush waits until every record made or emitted before the call has

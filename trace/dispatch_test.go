@@ -317,3 +317,47 @@ func TestDispatchAccountingUnderLoad(t *testing.T) {
 		t.Fatalf("sink saw %d distinct records, %d written", len(seen), st.Written)
 	}
 }
+
+// TestDispatchConcurrentTracesInSeqOrder runs several traces at once, each
+// with nested runs, and checks that the sink saw each trace's records
+// once and in Seq order.
+func TestDispatchConcurrentTracesInSeqOrder(t *testing.T) {
+	c := &collect{}
+	tr := trace.New(trace.Options{Sinks: []trace.Sink{c}, Dispatch: trace.DispatchOptions{Linger: time.Microsecond, BatchSize: 5, OnFull: trace.Block}})
+	var wg sync.WaitGroup
+	made := make([]int, 8)
+	for g := range made {
+		wg.Go(func() {
+			ctx, ec := tr.Start(context.Background(), "root", trace.RunOptions{})
+			for i := range 100 {
+				ec.StartIteration()
+				_, child := trace.SpawnChild(ctx, "sub", nil)
+				for range i % 3 {
+					child.Custom("step", nil)
+				}
+				child.End()
+				ec.EndIteration("continue")
+			}
+			ec.End()
+			made[g] = len(ec.Records())
+		})
+	}
+	wg.Wait()
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	last := map[trace.TraceID]uint64{}
+	for _, r := range c.recs {
+		if r.Seq != last[r.TraceID]+1 {
+			t.Fatalf("trace %s: seq %d after %d", r.TraceID, r.Seq, last[r.TraceID])
+		}
+		last[r.TraceID] = r.Seq
+	}
+	total := 0
+	for _, n := range made {
+		total += n
+	}
+	if len(last) != len(made) || len(c.recs) != total {
+		t.Fatalf("sink saw %d traces and %d records; the runs made %d and %d", len(last), len(c.recs), len(made), total)
+	}
+}
