@@ -90,52 +90,74 @@ func BenchmarkRun1000NoWork(b *testing.B) {
 	benchRun(b, 0)
 }
 
+// benchAgent is the agent of the Run1000 benchmarks: a 1,000-turn script
+// and a tool doing rounds of spin work.
+type benchAgent struct {
+	script *scripted.Script
+	work   *agent.Toolbox
+}
+
+const benchIterations = 1000
+
+func newBenchAgent(b *testing.B, rounds int) *benchAgent {
+	return &benchAgent{script: benchScript(b, benchIterations), work: agent.NewToolbox(workTool(rounds))}
+}
+
+// run runs the agent once with tracer (nil: untraced), flushes the tracer
+// so that the sink's work is included, and returns how long that took.
+func (a *benchAgent) run(b *testing.B, tracer *trace.Tracer) time.Duration {
+	exec := &agent.Executor{Tracer: tracer, Limits: agent.Limits{MaxIterations: benchIterations + 1}}
+	start := time.Now()
+	res := exec.Run(context.Background(), &agent.ReAct{Model: a.script.NewModel(), Tools: a.work}, "work")
+	if res.Err != nil || res.Answer != "done" {
+		b.Fatal(res.Err)
+	}
+	if err := tracer.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// benchTracer is the traced configuration: a background dispatcher that
+// drops nothing and a JSONL sink writing to io.Discard. It is shut down
+// when the benchmark ends.
+func benchTracer(b *testing.B) *trace.Tracer {
+	tracer := trace.New(trace.Options{
+		Sinks:    []trace.Sink{jsonl.NewSink(io.Discard)},
+		Dispatch: trace.DispatchOptions{OnFull: trace.Block},
+	})
+	b.Cleanup(func() {
+		if err := tracer.Shutdown(context.Background()); err != nil {
+			b.Error(err)
+		}
+	})
+	return tracer
+}
+
 func benchRun(b *testing.B, rounds int) {
-	const iterations = 1000
-	script := benchScript(b, iterations)
-	work := agent.NewToolbox(workTool(rounds))
+	a := newBenchAgent(b, rounds)
 	run := func(b *testing.B, tracer *trace.Tracer) {
-		exec := &agent.Executor{Tracer: tracer, Limits: agent.Limits{MaxIterations: iterations + 1}}
 		b.ReportAllocs()
 		cpu0 := cpuTime()
 		var runs []time.Duration
 		for b.Loop() {
-			start := time.Now()
-			res := exec.Run(context.Background(), &agent.ReAct{Model: script.NewModel(), Tools: work}, "work")
-			if res.Err != nil || res.Answer != "done" {
-				b.Fatal(res.Err)
-			}
-			if err := tracer.Flush(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			runs = append(runs, time.Since(start))
+			runs = append(runs, a.run(b, tracer))
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/iterations, "ns/iteration")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchIterations, "ns/iteration")
 		// The mean of a few runs moves by several percent on a shared VM;
 		// the 10th percentile and the median of the runs move far less,
 		// since other processes only ever make a run slower.
 		slices.Sort(runs)
-		b.ReportMetric(float64(runs[len(runs)/10].Nanoseconds())/iterations, "p10-ns/iteration")
-		b.ReportMetric(float64(runs[len(runs)/2].Nanoseconds())/iterations, "p50-ns/iteration")
+		b.ReportMetric(float64(runs[len(runs)/10].Nanoseconds())/benchIterations, "p10-ns/iteration")
+		b.ReportMetric(float64(runs[len(runs)/2].Nanoseconds())/benchIterations, "p50-ns/iteration")
 		// CPU time of the whole process (all goroutines, the sink's and
 		// the GC's included) is what tracing costs even when another core
 		// hides it from the wall clock, and it is less disturbed by other
 		// processes on a busy machine.
-		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/iterations, "cpu-ns/iteration")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/benchIterations, "cpu-ns/iteration")
 	}
 	b.Run("untraced", func(b *testing.B) { run(b, nil) })
-	b.Run("traced", func(b *testing.B) {
-		tracer := trace.New(trace.Options{
-			Sinks:    []trace.Sink{jsonl.NewSink(io.Discard)},
-			Dispatch: trace.DispatchOptions{OnFull: trace.Block},
-		})
-		defer func() {
-			if err := tracer.Shutdown(context.Background()); err != nil {
-				b.Error(err)
-			}
-		}()
-		run(b, tracer)
-	})
+	b.Run("traced", func(b *testing.B) { run(b, benchTracer(b)) })
 }
 
 // BenchmarkRun1000Paired runs the agent of BenchmarkRun1000 untraced and
@@ -145,31 +167,9 @@ func benchRun(b *testing.B, rounds int) {
 // which moves the means of separate benchmarks by several percent here.
 // Use -benchtime 40x or more; each op takes about 140 ms.
 func BenchmarkRun1000Paired(b *testing.B) {
-	const iterations = 1000
-	script := benchScript(b, iterations)
-	work := agent.NewToolbox(workTool(rounds50us()))
-	tracer := trace.New(trace.Options{
-		Sinks:    []trace.Sink{jsonl.NewSink(io.Discard)},
-		Dispatch: trace.DispatchOptions{OnFull: trace.Block},
-	})
-	defer func() {
-		if err := tracer.Shutdown(context.Background()); err != nil {
-			b.Error(err)
-		}
-	}()
-	runOnce := func(tr *trace.Tracer) time.Duration {
-		exec := &agent.Executor{Tracer: tr, Limits: agent.Limits{MaxIterations: iterations + 1}}
-		start := time.Now()
-		res := exec.Run(context.Background(), &agent.ReAct{Model: script.NewModel(), Tools: work}, "work")
-		if res.Err != nil || res.Answer != "done" {
-			b.Fatal(res.Err)
-		}
-		if err := tr.Flush(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	runOnce(tracer) // the tracer sizes its runs' logs from the previous run
+	a := newBenchAgent(b, rounds50us())
+	tracer := benchTracer(b)
+	a.run(b, tracer) // the tracer sizes its runs' logs from the previous run
 	var overhead []float64
 	n := 0
 	for b.Loop() {
@@ -177,9 +177,9 @@ func BenchmarkRun1000Paired(b *testing.B) {
 		// other's garbage.
 		var u, t time.Duration
 		if n%2 == 0 {
-			u, t = runOnce(nil), runOnce(tracer)
+			u, t = a.run(b, nil), a.run(b, tracer)
 		} else {
-			t, u = runOnce(tracer), runOnce(nil)
+			t, u = a.run(b, tracer), a.run(b, nil)
 		}
 		n++
 		overhead = append(overhead, 100*float64(t-u)/float64(u))
