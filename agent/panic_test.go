@@ -243,6 +243,37 @@ func panicCases() map[string]func(t *testing.T) {
 			}
 		},
 	}
+	cases["sub-agent loop"] = func(t *testing.T) {
+		sub := &agent.SubAgent{ToolName: "helper", NewLoop: func() agent.AgentLoop { return panicLoop{} }}
+		script := "turns:\n  - tool_calls: [{name: helper, input: {task: help}}, {name: add, input: {a: 2, b: 3}}]\n  - answer: recovered\n"
+		res := (&agent.Executor{Tracer: newTracer()}).Run(context.Background(), &agent.ReAct{Model: model(t, script), Tools: agent.NewToolbox(sub, addTool())}, "go")
+		if res.Err != nil || res.Answer != "recovered" {
+			t.Fatalf("run = %q %v", res.Answer, res.Err)
+		}
+		checkEnded(t, res, trace.TerminationSuccess)
+		ce := find(res.Records, trace.TypeChildEnd)
+		te := find(res.Records, trace.TypeToolError)
+		if len(ce) != 1 || ce[0].Status != string(trace.TerminationError) || !strings.Contains(ce[0].Error, "panic: loop exploded") ||
+			len(te) != 1 || te[0].Name != "helper" || !strings.Contains(te[0].Error, "panic: loop exploded") {
+			t.Errorf("child.end = %+v\ntool.error = %+v", ce, te)
+		}
+	}
+	for _, p := range []agent.HookPoint{agent.BeforeTool, agent.AfterTool} {
+		// Around parallel calls the tool hooks fire in the caller's
+		// goroutine, between the tools' goroutines.
+		cases["hook "+string(p)+" parallel"] = func(t *testing.T) {
+			h := agent.HookFunc(func(_ context.Context, _ *trace.ExecutionContext, ev *agent.HookEvent) error {
+				if ev.Point == p && ev.ToolCall.Input[len(ev.ToolCall.Input)-2] == '2' {
+					explode("hook exploded")
+				}
+				return nil
+			})
+			script := "turns:\n  - tool_calls: [{name: add, input: {a: 1, b: 1}}, {name: add, input: {a: 1, b: 2}}, {name: add, input: {a: 1, b: 3}}]\n  - answer: never\n"
+			res := (&agent.Executor{Tracer: newTracer(), Hooks: []agent.Hook{h}}).Run(context.Background(), &agent.ReAct{Model: model(t, script), Tools: agent.NewToolbox(addTool())}, "go")
+			checkPanicError(t, res.Err, "hook exploded")
+			checkEnded(t, res, trace.TerminationHookAbort)
+		}
+	}
 	for _, p := range []agent.HookPoint{agent.BeforeRun, agent.AfterRun, agent.BeforeIteration, agent.AfterIteration,
 		agent.BeforeModel, agent.AfterModel, agent.BeforeTool, agent.AfterTool} {
 		cases["hook "+string(p)] = hookPanicCase(p)
