@@ -148,10 +148,11 @@ type toolCall struct {
 	hooks bool
 	res   ToolResult
 	span  trace.Span
-	start time.Time    // for the after_tool hook's Duration
-	end   trace.Record // the tool.end or tool.error record, made when the tool returned
-	began bool         // CallTools: begin let the call run
-	ready bool         // CallTools: the tool returned, or was never called
+	start time.Time     // when the tool was called, for the after_tool hook
+	dur   time.Duration // how long the tool took, for the after_tool hook
+	end   trace.Record  // the tool.end or tool.error record, made when the tool returned
+	began bool          // CallTools: begin let the call run
+	ready bool          // CallTools: the tool returned, or was never called
 }
 
 // begin prepares the call; it reports false when the call must not run,
@@ -199,8 +200,17 @@ func (c *toolCall) invoke(ctx context.Context, chain ToolChain) {
 	} else {
 		c.res.Output, c.res.Err = callChain(c.span.Context(ctx), chain, call)
 	}
+	c.ended()
+}
+
+// ended takes the end record and the duration when the tool returned,
+// not when the call is finished, which may be later.
+func (c *toolCall) ended() {
 	if c.ec != nil {
 		c.end = c.span.EndRecord(jsonValue(c.res.Output), c.res.Err)
+	}
+	if c.hooks {
+		c.dur = time.Since(c.start)
 	}
 }
 
@@ -226,7 +236,7 @@ func (c *toolCall) finish(ctx context.Context) {
 	}
 	if c.hooks {
 		cc := c.res.Call
-		if err := r.fire(ctx, &HookEvent{Point: AfterTool, ToolCall: &cc, ToolOutput: c.res.Output, Err: c.res.Err, Duration: time.Since(c.start)}, true); err != nil {
+		if err := r.fire(ctx, &HookEvent{Point: AfterTool, ToolCall: &cc, ToolOutput: c.res.Output, Err: c.res.Err, Duration: c.dur}, true); err != nil {
 			c.res.Err = err
 		}
 	}
@@ -273,9 +283,7 @@ func CallTools(ctx context.Context, chain ToolChain, calls []ToolCall, parallel 
 						err = trace.NewPanicError(v)
 					}
 					c.res.Output, c.res.Err = nil, err
-					if c.ec != nil {
-						c.end = c.span.EndRecord(nil, err)
-					}
+					c.ended()
 				}
 				done <- i
 			}()
