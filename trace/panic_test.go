@@ -89,3 +89,32 @@ func TestToolPanics(t *testing.T) {
 		t.Errorf("tool.error records = %+v", errs)
 	}
 }
+
+// TestToolGoexit: runtime.Goexit in fn (t.FailNow) is recorded as
+// tool.error and not stopped.
+func TestToolGoexit(t *testing.T) {
+	ctx, ec := trace.New(trace.Options{}).Start(context.Background(), "t", trace.RunOptions{})
+	done := make(chan bool)
+	go func() {
+		returned := false
+		defer func() { done <- returned }()
+		_, _ = trace.Tool(ctx, "quit", 1, func(context.Context) (int, error) {
+			runtime.Goexit()
+			return 0, nil
+		})
+		returned = true
+	}()
+	if <-done {
+		t.Fatal("Goexit was stopped: trace.Tool returned")
+	}
+	ec.End()
+	var errs []string
+	for _, r := range ec.Records() {
+		if r.Type == trace.TypeToolError {
+			errs = append(errs, r.Error)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "runtime.Goexit") {
+		t.Errorf("tool.error records = %q", errs)
+	}
+}

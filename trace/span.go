@@ -169,9 +169,9 @@ func Tool[T any](ctx context.Context, name string, input any, fn func(context.Co
 			v := recover()
 			// A nil v is runtime.Goexit (t.FailNow in a test), which
 			// recover does not stop: it is recorded and goes on.
-			err := error(NewPanicError(v))
-			if v == nil {
-				err = errGoexit
+			err := errGoexit
+			if v != nil {
+				err = NewPanicError(v)
 			}
 			s.End(nil, err)
 			if v != nil {
