@@ -225,6 +225,12 @@ func (r *run) safeLoop(ctx context.Context, loop AgentLoop, input string) (answe
 	defer func() {
 		if v := recover(); v != nil {
 			answer, err = "", trace.NewPanicError(v)
+			// Close the iteration the panic left open, if any; what
+			// panicked may panic again, and must not escape now.
+			func() {
+				defer func() { _ = recover() }()
+				r.ec.EndIteration(string(ActionTerminate))
+			}()
 		}
 	}()
 	return r.loop(ctx, loop, input)

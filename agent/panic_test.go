@@ -258,6 +258,28 @@ func panicCases() map[string]func(t *testing.T) {
 			t.Errorf("child.end = %+v\ntool.error = %+v", ce, te)
 		}
 	}
+	cases["recorder"] = func(t *testing.T) {
+		// A panic from the recorder itself (here the Redact hook, on the
+		// max_iterations guardrail record) still ends the run with its
+		// run.end. If the recorder comes to recover Redact's panics on
+		// its own, the run ends by its limit instead; either way, Run
+		// returns.
+		tr := trace.New(trace.Options{Redact: func(r *trace.Record, _ trace.Field, v trace.Value) trace.Value {
+			if r.Type == trace.TypeGuardrail {
+				explode("redact exploded")
+			}
+			return v
+		}})
+		res := (&agent.Executor{Tracer: tr, Limits: agent.Limits{MaxIterations: 1}}).Run(context.Background(), &agent.ReAct{Model: model(t, loopScript(3, "{}")), Tools: agent.NewToolbox(addTool())}, "go")
+		t.Logf("termination %s: %v", res.Termination, res.Err)
+		if res.Termination == trace.TerminationError {
+			checkPanicError(t, res.Err, "redact exploded")
+		}
+		checkEnded(t, res, res.Termination)
+		if res.Termination != trace.TerminationError && res.Termination != trace.TerminationMaxIterations {
+			t.Errorf("termination = %s (%v)", res.Termination, res.Err)
+		}
+	}
 	for _, p := range []agent.HookPoint{agent.BeforeTool, agent.AfterTool} {
 		// Around parallel calls the tool hooks fire in the caller's
 		// goroutine, between the tools' goroutines.
