@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -46,6 +47,10 @@ type Rule struct {
 	// that contains one, which keeps text with no secret cheap. Empty
 	// means the expression always runs.
 	Keywords []string
+	// Prefilter, if set, is used instead of Keywords: it reports whether
+	// Pattern may match s, and must be much cheaper than Pattern. It must
+	// not keep s.
+	Prefilter func(s string) bool
 	// Pattern matches a secret, or the secret and its context.
 	Pattern *regexp.Regexp
 	// Group is the submatch that is the secret itself, replaced while the
@@ -87,8 +92,8 @@ func (c Config) With(rules ...Rule) Config {
 // redacts nothing.
 type Redactor struct {
 	rules    []rule
-	keywords [][]byte // every rule's keywords, for a quick test of a whole value
-	always   bool     // some rule has no keywords
+	index    keywordIndex // every rule's keywords
+	always   uint64       // rules that run whatever the text: no keywords, or a Prefilter
 	keys     [][]byte
 	repl     string
 	replJSON []byte // repl as a JSON string
@@ -96,7 +101,6 @@ type Redactor struct {
 
 type rule struct {
 	Rule
-	kw [][]byte
 }
 
 // New returns a Redactor for c. It reports a rule without a name or a
@@ -123,12 +127,13 @@ func New(c Config) (*Redactor, error) {
 			if k == "" {
 				return nil, fmt.Errorf("redact: rule %q has an empty keyword, which would match everything; leave Keywords empty instead", r.Name)
 			}
-			x.kw = append(x.kw, []byte(k))
+			if r.Prefilter == nil {
+				rd.index.add(k, i)
+			}
 		}
-		if len(x.kw) == 0 {
-			rd.always = true
+		if len(x.Keywords) == 0 || r.Prefilter != nil {
+			rd.always |= ruleBit(i)
 		}
-		rd.keywords = append(rd.keywords, x.kw...)
 		rd.rules = append(rd.rules, x)
 	}
 	for _, k := range c.Keys {
@@ -184,26 +189,15 @@ func (rd *Redactor) String(s string) string {
 	if rd == nil || len(rd.rules) == 0 {
 		return s
 	}
+	m := rd.index.match(s) | rd.always
 	for i := range rd.rules {
 		r := &rd.rules[i]
-		if !r.mayMatch(s) {
+		if m&ruleBit(i) == 0 || r.Prefilter != nil && !r.Prefilter(s) {
 			continue
 		}
 		s = rd.replace(r, s)
 	}
 	return s
-}
-
-func (r *rule) mayMatch(s string) bool {
-	if len(r.Keywords) == 0 {
-		return true
-	}
-	for _, k := range r.Keywords {
-		if strings.Contains(s, k) {
-			return true
-		}
-	}
-	return false
 }
 
 func (rd *Redactor) replace(r *rule, s string) string {
@@ -237,15 +231,28 @@ func (rd *Redactor) replace(r *rule, s string) string {
 
 // mayMatchBytes reports whether some rule could match in b.
 func (rd *Redactor) mayMatchBytes(b []byte) bool {
-	if rd.always {
+	s := unsafeString(b)
+	if rd.index.match(s) != 0 {
 		return true
 	}
-	for _, k := range rd.keywords {
-		if bytes.Contains(b, k) {
+	for i := range rd.rules {
+		r := &rd.rules[i]
+		if r.Prefilter != nil && r.Prefilter(s) || r.Prefilter == nil && len(r.Keywords) == 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// unsafeString returns b's bytes as a string without copying them, for
+// reading only while b does not change: the prefilters and String read
+// JSON strings in place, and only what they return changed (a new string)
+// is kept.
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // JSON returns v, one JSON value, with the values of sensitive keys and
@@ -318,16 +325,15 @@ func (rd *Redactor) jsonString(q []byte, esc bool) ([]byte, bool) {
 	if !rd.mayMatchBytes(inner) && !esc { // escapes may hide a keyword: decode those
 		return nil, false
 	}
-	var s string
+	s := unsafeString(inner)
 	if esc {
-		if json.Unmarshal(q, &s) != nil {
-			s = string(inner)
+		var d string
+		if json.Unmarshal(q, &d) == nil {
+			s = d
 		}
-	} else {
-		s = string(inner)
 	}
 	r := rd.String(s)
-	if r == s {
+	if r == s { // unchanged: s, which may alias v, is dropped here
 		return nil, false
 	}
 	return appendJSONString(nil, r), true
@@ -351,7 +357,10 @@ func (rd *Redactor) sensitive(k []byte, esc bool) bool {
 	return false
 }
 
-func hasSuffixFold(k, suffix []byte) bool {
+// hasSuffixFold reports whether k ends with suffix (lower case letters
+// and digits) once k is lower-cased and stripped of all but letters and
+// digits.
+func hasSuffixFold[K, S string | []byte](k K, suffix S) bool {
 	i := len(k) - 1
 	for j := len(suffix) - 1; j >= 0; j-- {
 		for i >= 0 && !isAlnum(lower(k[i])) {

@@ -54,6 +54,9 @@ func TestString(t *testing.T) {
 		{"db_password:", "db_password: 'hunter2'", "db_password: '[REDACTED]'"},
 		{"api_key JSON in text", `bad request {"api_key": "abc123"}`, `bad request {"api_key": "[REDACTED]"}`},
 		{"token=", "GET /cb?access_token=abc123&x=1", "GET /cb?access_token=[REDACTED]&x=1"},
+		{"github inside a word", "fetch_" + ghp, "fetch_[REDACTED]"},
+		{"key= of any length", "hook: secret_access_key=abc123", "hook: secret_access_key=[REDACTED]"},
+		{"private_key:", "private_key: xyz", "private_key: [REDACTED]"},
 		{"two secrets", openAI + " and " + ghp, "[REDACTED] and [REDACTED]"},
 		// Left alone.
 		{"plain", "the tool timed out after 3s", "the tool timed out after 3s"},

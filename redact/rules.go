@@ -2,6 +2,7 @@ package redact
 
 import (
 	"regexp"
+	"strings"
 	"sync"
 )
 
@@ -46,7 +47,9 @@ func defaultRules() []Rule {
 		{
 			Name:     "github",
 			Keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
-			Pattern:  re(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`),
+			// No \b: the prefixes are distinctive enough to be found inside
+			// a longer word ("fetch_ghp_…").
+			Pattern: re(`(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`),
 		},
 		{
 			Name:     "slack",
@@ -83,25 +86,20 @@ func defaultRules() []Rule {
 			Group:    1,
 		},
 		{
-			Name:     "url-credentials",
-			Keywords: []string{"://"},
+			Name:      "url-credentials",
+			Prefilter: urlCredentials,
 			// scheme://user:password@host: the password goes.
 			Pattern: re(`\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@"']+:([^/\s@"']+)@`),
 			Group:   1,
 		},
 		{
-			Name: "assignment",
-			Keywords: []string{
-				"password", "Password", "PASSWORD", "passwd", "PASSWD",
-				"secret", "Secret", "SECRET", "token", "Token", "TOKEN",
-				"api_key", "apikey", "api-key", "apiKey", "ApiKey", "APIKey", "API_KEY", "APIKEY", "API-KEY",
-				"authorization", "Authorization", "AUTHORIZATION", "cookie", "Cookie", "COOKIE",
-			},
+			Name:      "assignment",
+			Prefilter: assignment,
 			// name=value, name: value, "name": "value" in text (error
 			// messages, logs, command lines), for names ending like the
 			// default keys. The value must not start with '[' so that a
 			// replacement is not replaced again.
-			Pattern: re(`(?i)\b[\w.\-]*(?:api[_\-]?key|password|passwd|secret|token|authorization|cookie)["']?\s*[=:]\s*["']?(?:(?:basic|bearer|token)\s+)?([^\s"',;&})\]\[][^\s"',;&})\]]*)`),
+			Pattern: re(`(?i)\b[\w.\-]*(?:(?:api|access|secret|private)[_\-]?key|password|passwd|secret|token|authorization|cookie|credentials?)["']?\s*[=:]\s*["']?(?:(?:basic|bearer|token)\s+)?([^\s"',;&})\]\[][^\s"',;&})\]]*)`),
 			Group:   1,
 		},
 	}
@@ -125,3 +123,78 @@ var defaultRedactor = sync.OnceValue(func() *Redactor {
 // Default returns the Redactor for DefaultConfig, shared and safe for
 // concurrent use.
 func Default() *Redactor { return defaultRedactor() }
+
+// urlCredentials reports whether s has a "://" followed by an "@" within
+// the same authority (before a '/', a space or a quote): the shape of
+// scheme://user:password@host.
+func urlCredentials(s string) bool {
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			return false
+		}
+		s = s[i+3:]
+		j := strings.IndexAny(s, "@/ \t\n\"'")
+		if j >= 0 && s[j] == '@' {
+			return true
+		}
+	}
+}
+
+// assignmentNames are the name endings the "assignment" rule looks for,
+// lower case and letters only (see nameEndsWith).
+var assignmentNames = []string{
+	"apikey", "accesskey", "secretkey", "privatekey", "password", "passwd",
+	"secret", "token", "authorization", "cookie", "credential", "credentials",
+}
+
+// assignment reports whether s has a '=' or ':' right after (maybe past a
+// quote and spaces) a name ending like one of assignmentNames: the only
+// places the "assignment" pattern can match. Text is full of "tokens" and
+// colons; this finds the few places worth running the pattern at.
+func assignment(s string) bool {
+	colon, eq := -2, -2 // next ':' and '=' at or after i; -2 not searched yet, -1 none
+	for i := 0; i < len(s); i++ {
+		if colon != -1 && colon < i {
+			if colon = strings.IndexByte(s[i:], ':'); colon >= 0 {
+				colon += i
+			}
+		}
+		if eq != -1 && eq < i {
+			if eq = strings.IndexByte(s[i:], '='); eq >= 0 {
+				eq += i
+			}
+		}
+		switch {
+		case colon < 0 && eq < 0:
+			return false
+		case colon < 0 || eq >= 0 && eq < colon:
+			i = eq
+		default:
+			i = colon
+		}
+		j := i - 1
+		for j >= 0 && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r') {
+			j--
+		}
+		if j >= 0 && (s[j] == '"' || s[j] == '\'') {
+			j--
+		}
+		// Every name ends in one of these letters: most colons are turned
+		// away here.
+		if j < 0 || strings.IndexByte("ydtnels", lower(s[j])) < 0 {
+			continue
+		}
+		end := j + 1
+		for j >= 0 && (isAlnum(lower(s[j])) || s[j] == '_' || s[j] == '-' || s[j] == '.') {
+			j--
+		}
+		name := s[j+1 : end]
+		for _, n := range assignmentNames {
+			if hasSuffixFold(name, n) {
+				return true
+			}
+		}
+	}
+	return false
+}
