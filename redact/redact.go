@@ -269,6 +269,14 @@ func (rd *Redactor) JSON(v []byte) []byte {
 	if !strs && (len(rd.keys) == 0 || bytes.IndexByte(v, ':') < 0) {
 		return v
 	}
+	if k := skipSpace(v, 0); strs && k < len(v) && v[k] != '{' && v[k] != '[' && v[k] != '"' {
+		// Not an object, array or string: a number or literal has no
+		// secret, and anything else is not JSON but text.
+		if r := rd.String(unsafeString(v)); r != unsafeString(v) {
+			return []byte(r)
+		}
+		return v
+	}
 	var out []byte
 	changed := false
 	last := 0 // v[:last] is in out

@@ -95,7 +95,9 @@ func TestJSON(t *testing.T) {
 		{"escaped key", `{"pass\u0077ord":"x"}`, `{"pass\u0077ord":"[REDACTED]"}`},
 		{"a key that is a secret's name in a value", `{"name":"password","value":"x"}`, `{"name":"password","value":"x"}`},
 		{"no strings", `[1,2,3]`, `[1,2,3]`},
-		{"not JSON", `Bearer abc and "password": hunter2`, `Bearer abc and "password": "[REDACTED]"`},
+		{"not JSON", `Bearer abc and "password": hunter2`, `Bearer [REDACTED] and "password": [REDACTED]`},
+		{"plain text", `connect with password=hunter2`, `connect with password=[REDACTED]`},
+		{"number", `12345`, `12345`},
 		{"unterminated", `{"e":"Bearer abc`, `{"e":"Bearer [REDACTED]`},
 	}
 	for _, tt := range tests {
