@@ -273,8 +273,8 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // Depth and Seq are always set by the run; Time, Iteration, SpanID (a new
 // span) and ParentID (the current iteration's span, or the run's) are
 // filled in when left zero.
-// Values are copied and pass through the capture policy and Redact first,
-// so the caller may reuse them. Stats, its own and its ancestors', are
+// Values and Tags are copied and pass through the capture policy and the
+// redaction hooks first, so the caller may reuse them. Stats, its own and its ancestors', are
 // updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
 	if ec != nil {
