@@ -40,11 +40,23 @@ type Options struct {
 	// a truncation marker. Zero means DefaultMaxValueBytes; negative means
 	// no limit.
 	MaxValueBytes int
-	// Redact, if set, sees every value before it is recorded and returns
-	// what to keep (nil to drop it). It runs in the recording goroutine,
-	// possibly concurrently, so it must be safe for concurrent use. Like
-	// slog's ReplaceAttr, it is the one place to scrub secrets.
+	// Redact, if set, sees every value (FieldInput, FieldOutput,
+	// FieldThinking) before it is recorded, after RedactString has seen
+	// the record's strings, and returns what to keep (nil to drop it). It
+	// must not modify v or r: return a new Value instead. It runs in the
+	// recording goroutine, possibly concurrently, so it must be safe for
+	// concurrent use. Like slog's ReplaceAttr, Redact and RedactString
+	// together are the one place to scrub secrets; the redact package
+	// provides both.
 	Redact func(r *Record, f Field, v Value) Value
+	// RedactString, if set, sees every string a record carries before it
+	// is recorded (FieldName, FieldStatus, FieldErrorText, FieldProvider and
+	// each of FieldTag) and returns what to keep; it runs whatever the
+	// Capture policy, since names and errors are always kept. Set it with
+	// Redact (for example both from the redact package): a secret in an
+	// error message never passes through Redact. The same concurrency
+	// rules apply.
+	RedactString func(r *Record, f Field, s string) string
 	// Now returns the current time; nil means the system clock (the wall
 	// time read once a second, plus monotonic time elapsed since). Tests
 	// set it for deterministic output.
@@ -261,8 +273,8 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // Depth and Seq are always set by the run; Time, Iteration, SpanID (a new
 // span) and ParentID (the current iteration's span, or the run's) are
 // filled in when left zero.
-// Values are copied and pass through the capture policy and Redact first,
-// so the caller may reuse them. Stats, its own and its ancestors', are
+// Values and Tags are copied and pass through the capture policy and the
+// redaction hooks first, so the caller may reuse them. Stats, its own and its ancestors', are
 // updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
 	if ec != nil {
@@ -335,97 +347,6 @@ func (ec *ExecutionContext) record(r Record) {
 		p.stats.Add(&r)
 		p.mu.Unlock()
 	}
-}
-
-// capture applies the capture policy and Redact to r's values, and copies
-// values too big for the run's arena. It runs outside the run's lock,
-// since Redact is the caller's code. It reports, per value (input, output,
-// thinking), whether the value is a buffer of its own making that nothing
-// else references (a marker or a copy); keep copies the others.
-func (ec *ExecutionContext) capture(r *Record) (fresh [3]bool) {
-	if len(r.Input) == 0 && len(r.Output) == 0 && len(r.Thinking) == 0 {
-		return fresh
-	}
-	o := &ec.t.opts
-	switch o.Capture {
-	case CaptureNone:
-		r.Input, r.Output, r.Thinking = nil, nil, nil
-		return fresh
-	case CaptureMetadata:
-		r.Input, r.Output, r.Thinking = omitOrNil(r.Input), omitOrNil(r.Output), omitOrNil(r.Thinking)
-		return [3]bool{true, true, true}
-	}
-	if o.Redact != nil {
-		// Redact gets a copy: handing it r itself would make every record
-		// escape to the heap, with or without a Redact hook.
-		view := new(Record)
-		*view = *r
-		r.Input = redact(o.Redact, view, FieldInput, r.Input)
-		r.Output = redact(o.Redact, view, FieldOutput, r.Output)
-		r.Thinking = redact(o.Redact, view, FieldThinking, r.Thinking)
-	}
-	limit := o.MaxValueBytes
-	for i, v := range [...]*Value{&r.Input, &r.Output, &r.Thinking} {
-		switch n := len(*v); {
-		case limit > 0 && n > limit:
-			*v = truncate(*v, limit) // a fresh buffer already
-			fresh[i] = true
-		case n > maxArenaValue:
-			// Too big for the arena: copied here, outside the lock.
-			*v = append(Value(nil), *v...)
-			fresh[i] = true
-		}
-	}
-	return fresh
-}
-
-// maxArenaValue is the largest value keep copies into the run's arena;
-// larger ones get an allocation of their own.
-const maxArenaValue = 1 << 10
-
-// maxArenaBlock is the largest arena block: the runtime's largest small
-// object. Larger blocks would be large objects, whose pages the runtime
-// hands back to the OS between runs, to be faulted in again.
-const maxArenaBlock = 32 << 10
-
-// keep copies r's values, except fresh ones, into the run's arena, so
-// that the caller's buffers are not retained and the caller may reuse
-// them: a few pointer-free blocks instead of an allocation per record,
-// which the garbage collector need not scan. ec.mu must be held.
-func (ec *ExecutionContext) keep(r *Record, fresh [3]bool) {
-	for i, v := range [...]*Value{&r.Input, &r.Output, &r.Thinking} {
-		n := len(*v)
-		switch {
-		case n == 0:
-			*v = nil
-		case fresh[i]:
-		default:
-			if cap(ec.arena)-len(ec.arena) < n {
-				size := 1 << 10 // small for the many short runs (sub-agents), doubling for long ones
-				if c := cap(ec.arena); c > 0 {
-					size = min(2*c, maxArenaBlock)
-				}
-				ec.arena = make([]byte, 0, size)
-			}
-			start := len(ec.arena)
-			ec.arena = append(ec.arena, *v...)
-			*v = Value(ec.arena[start:len(ec.arena):len(ec.arena)])
-		}
-	}
-}
-
-func redact(f func(*Record, Field, Value) Value, r *Record, field Field, v Value) Value {
-	if len(v) == 0 {
-		return v
-	}
-	return f(r, field, v)
-}
-
-func omitOrNil(v Value) Value {
-	if len(v) == 0 {
-		return nil
-	}
-	return omitted(v)
 }
 
 // Records returns the records of ec and of every run nested in it, in Seq
@@ -598,13 +519,14 @@ func (ec *ExecutionContext) Children() []*ExecutionContext {
 	return slices.Clone(ec.children)
 }
 
-// SetResult records the run's final result, reported by End.
+// SetResult records the run's final result, reported by End. It keeps a
+// copy of v, so the caller may reuse v's buffer.
 func (ec *ExecutionContext) SetResult(v Value) {
 	if ec == nil {
 		return
 	}
 	ec.mu.Lock()
-	ec.result = v
+	ec.result = ec.own(v)
 	ec.mu.Unlock()
 }
 

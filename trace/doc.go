@@ -19,7 +19,9 @@
 // or through a bounded background queue whose full-queue policy is
 // explicit (Block, or Drop with a count that Shutdown reports). Options set
 // the capture policy (full, metadata or none; a size limit with a visible
-// truncation marker) and one Redact hook that sees every value first.
+// truncation marker) and two redaction hooks, Redact for values and
+// RedactString for names, statuses, errors and tags, that see every piece
+// of caller data first (package redact provides both).
 //
 // A nil *Tracer and a nil *ExecutionContext are valid and record nothing;
 // that is how disabled tracing costs a nil check.

@@ -23,7 +23,8 @@ type Span struct {
 // Start begins a span of kind typ, which is TypeToolStart, TypeHookStart,
 // TypeNodeStart or TypeModelCall. For the first three it records the start
 // record with input; a model call is recorded once, when it ends, with
-// input included (so input must not be modified before EndModel).
+// input included. Either way input is copied, so the caller may reuse it
+// as soon as Start returns.
 func (ec *ExecutionContext) Start(typ Type, name string, input Value) Span {
 	if ec == nil {
 		return Span{}
@@ -32,7 +33,7 @@ func (ec *ExecutionContext) Start(typ Type, name string, input Value) Span {
 	if typ != TypeModelCall {
 		ec.Record(Record{Type: typ, Name: name, SpanID: s.id, Input: input, Time: s.start})
 	} else {
-		s.input = input
+		s.input = ec.ownValue(input) // a copy: the caller may reuse input before EndModel
 	}
 	return s
 }
