@@ -993,6 +993,11 @@ func norm(v trace.Value) trace.Value {
 	return v
 }
 
+// LimitValue returns v, or the recorder's truncation marker for it
+// ({"$loupe":"truncated","bytes":N,"head":…}) if v is longer than max
+// bytes (max ≤ 0: no limit). A marker is returned as it is.
+func LimitValue(v trace.Value, max int) trace.Value { return limitValue(v, max) }
+
 // limitValue replaces a Value longer than max by the truncation marker.
 func limitValue(v trace.Value, max int) trace.Value {
 	if max <= 0 || len(v) <= max {

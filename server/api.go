@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -224,6 +225,70 @@ func (s *Server) aggregates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, a)
+}
+
+// listEvaluations is GET /api/v1/evaluations: the evaluation runs stored
+// by loupe eval (traces tagged evalrun.EvalTag), newest first.
+func (s *Server) listEvaluations(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	c := tracesview.Criteria{Since: q.Get("since"), Until: q.Get("until"), Tags: []string{evalrun.EvalTag}}
+	f, err := c.Filter(time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	limit, cursor, err := pageArgs(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, err := s.o.Store.List(r.Context(), store.ListQuery{Filter: f, Limit: limit, Cursor: cursor})
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if page.Traces == nil {
+		page.Traces = []store.Summary{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// EvaluationJSON is one evaluation run: its summary and its case results.
+type EvaluationJSON struct {
+	Summary store.Summary `json:"summary"`
+	Results []evalrun.Row `json:"results"`
+}
+
+// getEvaluation is GET /api/v1/evaluations/{id}: an evaluation run's case
+// result rows (as loupe eval --out writes them), in case order.
+func (s *Server) getEvaluation(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.resolve(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.o.Store.Trace(r.Context(), id)
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	if !slices.Contains(t.Summary.Tags, evalrun.EvalTag) {
+		writeError(w, http.StatusNotFound, "trace "+id.String()+" is not an evaluation run (see /api/v1/evaluations)")
+		return
+	}
+	out := EvaluationJSON{Summary: t.Summary, Results: []evalrun.Row{}}
+	for i := range t.Records {
+		rec := &t.Records[i]
+		if rec.Type != trace.TypeCustom || rec.Name != evalrun.ResultRecord {
+			continue
+		}
+		var row evalrun.Row
+		if err := rec.Output.Decode(&row); err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("evaluation %s record %d: result row: %v", id, rec.Seq, err))
+			return
+		}
+		out.Results = append(out.Results, row)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 //go:embed openapi.json

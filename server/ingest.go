@@ -92,7 +92,11 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i := range recs {
-		if err := store.ValidateRecord(i, &recs[i]); err != nil {
+		r := &recs[i]
+		r.Input = otlp.LimitValue(r.Input, s.o.MaxValueBytes)
+		r.Output = otlp.LimitValue(r.Output, s.o.MaxValueBytes)
+		r.Thinking = otlp.LimitValue(r.Thinking, s.o.MaxValueBytes)
+		if err := store.ValidateRecord(i, r); err != nil {
 			var re *store.RecordError
 			errors.As(err, &re)
 			writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("record %d: %v; nothing in this request was stored", i, re.Err), Index: &i, Field: fieldOf(re.Err)})

@@ -62,6 +62,12 @@ type Options struct {
 	// refused). Zero means the defaults above.
 	MaxBodyBytes, MaxDecodedBytes int64
 
+	// MaxValueBytes bounds each input, output and thinking value of a
+	// record posted to /v1/records; longer ones are stored as the
+	// recorder's truncation marker. Zero means 1 MiB; negative, no limit.
+	// (OTLP attribute values are bounded by OTLP.MaxValueBytes.)
+	MaxValueBytes int
+
 	// Redact, if set, is called on every ingested record before it is
 	// stored; it may change the record's values in place (it must not
 	// change ids, seq or type). This is the hook for package redact:
@@ -102,6 +108,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.MaxDecodedBytes <= 0 {
 		o.MaxDecodedBytes = DefaultMaxDecodedBytes
+	}
+	if o.MaxValueBytes == 0 {
+		o.MaxValueBytes = 1 << 20
 	}
 	if o.StreamBuffer <= 0 {
 		o.StreamBuffer = 8192
@@ -188,6 +197,8 @@ func (s *Server) routes() []route {
 		{"DELETE /api/v1/traces/{id}", scopeAdmin, s.deleteTrace},
 		{"GET /api/v1/search", scopeRead, s.search},
 		{"GET /api/v1/aggregates", scopeRead, s.aggregates},
+		{"GET /api/v1/evaluations", scopeRead, s.listEvaluations},
+		{"GET /api/v1/evaluations/{id}", scopeRead, s.getEvaluation},
 		{"GET /api/v1/stream", scopeRead, s.streamAll},
 		{"GET /api/v1/traces/{id}/stream", scopeRead, s.streamTrace},
 		{"GET /api/v1/openapi.json", scopeNone, s.openAPI},

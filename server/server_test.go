@@ -589,3 +589,59 @@ func TestRedactHook(t *testing.T) {
 		}
 	}
 }
+
+func TestEvaluations(t *testing.T) {
+	e := newEnv(t, Options{})
+	graded := run(10, "graded")
+	tid := trace.TraceID{0xe7, 1}
+	root := trace.SpanID{0xe7, 1}
+	evalRecs := []trace.Record{
+		{V: 1, TraceID: tid, SpanID: root, Seq: 1, Time: t0, Type: trace.TypeRunStart, Name: "loupe eval", Tags: []string{"loupe:eval", "eval-of:" + graded[0].TraceID.String()}},
+		{V: 1, TraceID: tid, SpanID: trace.SpanID{0xe7, 2}, ParentID: root, Seq: 2, Time: t0, Type: trace.TypeCustom, Name: "eval.result",
+			Output: trace.Value(`{"timestamp":"2026-11-23T08:00:00Z","test_id":"case-1","score":1,"verdict":"pass","threshold":0.8,"mode":"loupe","trace_id":"` + graded[0].TraceID.String() + `"}`)},
+		{V: 1, TraceID: tid, SpanID: root, Seq: 3, Time: t0.Add(time.Second), Type: trace.TypeRunEnd, Name: "loupe eval", Status: "success", Duration: time.Second},
+	}
+	for _, recs := range [][]trace.Record{graded, evalRecs} {
+		if code, body, _ := e.do("POST", "/v1/records", "", ndjson(recs)); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	for _, tt := range []struct {
+		path string
+		code int
+		has  string
+	}{
+		{"/api/v1/evaluations", 200, `"name":"loupe eval"`},
+		{"/api/v1/evaluations/" + tid.String(), 200, `"test_id":"case-1"`},
+		{"/api/v1/evaluations/" + graded[0].TraceID.String(), 404, "not an evaluation run"},
+		{"/api/v1/traces/" + graded[0].TraceID.String(), 200, `"evaluations":[{"eval":"e7010000000000000000000000000000"`},
+	} {
+		if code, body, _ := e.do("GET", tt.path, "", nil); code != tt.code || !strings.Contains(string(body), tt.has) {
+			t.Errorf("GET %s: %d %.400s", tt.path, code, body)
+		}
+	}
+	var list store.ListPage
+	_, body, _ := e.do("GET", "/api/v1/evaluations", "", nil)
+	if json.Unmarshal(body, &list) != nil || len(list.Traces) != 1 {
+		t.Errorf("evaluations: %s", body)
+	}
+}
+
+func TestValueLimit(t *testing.T) {
+	e := newEnv(t, Options{MaxValueBytes: 100})
+	recs := run(11, "big")
+	recs[1].Output = trace.Text(strings.Repeat("é", 300))
+	if code, body, _ := e.do("POST", "/v1/records", "", ndjson(recs)); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	tr, err := e.st.Trace(context.Background(), recs[0].TraceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, n := tr.Records[1].Output.Truncated(); !ok || n != 602 {
+		t.Errorf("output not truncated: %.120s", tr.Records[1].Output)
+	}
+	if string(tr.Records[1].Input) != `{"q":"time zone"}` {
+		t.Errorf("small input changed: %s", tr.Records[1].Input)
+	}
+}
