@@ -245,3 +245,100 @@ func TestTwoServersOnePostgres(t *testing.T) {
 		}
 	}
 }
+
+// startServeChild starts `loupe serve` on db in a child process and
+// returns it with its URL.
+func startServeChild(t *testing.T, db string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeProcess$")
+	cmd.Env = append(os.Environ(), "LOUPE_SERVE_CHILD="+strings.Join([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, "\x1f"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			url, _, _ := strings.Cut(rest, ",")
+			go io.Copy(io.Discard, stderr)
+			return cmd, url
+		}
+	}
+	t.Fatal("the server did not say where it listens")
+	return nil, ""
+}
+
+// TestServeKill9 kills the collector with SIGKILL under load: every batch
+// it had acknowledged is in the store afterwards.
+func TestServeKill9(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "kill.db")
+	cmd, url := startServeChild(t, db)
+	var mu sync.Mutex
+	var acked []trace.TraceID
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	client := &http.Client{Timeout: 10 * time.Second}
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tid := trace.TraceID{0x4b, byte(w), byte(i >> 8), byte(i)}
+				var body []byte
+				for s := 1; s <= 50; s++ {
+					r := trace.Record{V: 1, TraceID: tid, SpanID: trace.SpanID{1, byte(s)}, Seq: uint64(s), Time: time.Now().UTC(), Type: trace.TypeCustom, Name: "load"}
+					body = append(r.AppendJSON(body), '\n')
+				}
+				resp, err := client.Post(url+"/v1/records", "application/x-ndjson", bytes.NewReader(body))
+				if err != nil {
+					return // the server is gone
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					mu.Lock()
+					acked = append(acked, tid)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for { // let some batches through, then kill
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 40 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	cmd.Wait()
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range acked {
+		tr, err := st.Trace(context.Background(), id)
+		if err != nil || len(tr.Records) != 50 {
+			t.Errorf("acknowledged trace %s after kill -9: %v", id, err)
+		}
+	}
+	t.Logf("%d acknowledged batches checked", len(acked))
+}
