@@ -24,14 +24,16 @@ import (
 // collector is a real `loupe serve` handler on a SQLite store, on a fixed
 // loopback address that can go down and come back.
 type collector struct {
-	t    *testing.T
+	t    testing.TB
 	st   store.Store
 	srv  *server.Server
 	addr string
 	hs   *http.Server
 }
 
-func newCollector(t *testing.T) *collector {
+func newCollector(t *testing.T) *collector { return newCollectorB(t) }
+
+func newCollectorB(t testing.TB) *collector {
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
