@@ -316,3 +316,55 @@ func TestShutdownWhileDown(t *testing.T) {
 		t.Errorf("dropped %+v", d)
 	}
 }
+
+// TestTwentyAgentsCollectorDown: 20 agents record while the collector is
+// down; each loses nothing its buffer holds, and the one whose buffer is
+// too small counts exactly what it dropped.
+func TestTwentyAgentsCollectorDown(t *testing.T) {
+	c := newCollector(t)
+	c.down()
+	const agents, calls = 20, 100 // each run: run.start, 100 tool calls (start and end), run.end
+	const perRun = 2*calls + 2
+	type agent struct {
+		sink *Sink
+		tr   *trace.Tracer
+		id   trace.TraceID
+	}
+	all := make([]*agent, agents)
+	var wg sync.WaitGroup
+	for i := range all {
+		buffer := 1000
+		if i == 0 {
+			buffer = 50 // too small: 152 of its 202 records dropped
+		}
+		sink, _ := New(Options{URL: c.url(), BufferSize: buffer, MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+		a := &agent{sink: sink, tr: trace.New(trace.Options{Sinks: []trace.Sink{sink}, Dispatch: trace.DispatchOptions{Inline: true}})}
+		all[i] = a
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, run := a.tr.Start(context.Background(), fmt.Sprintf("agent-%d", i), trace.RunOptions{})
+			a.id = run.TraceID()
+			for k := range calls {
+				trace.Tool(ctx, "step", k, func(context.Context) (int, error) { return k, nil })
+			}
+			run.End()
+		}()
+	}
+	wg.Wait() // every agent ran to the end while the collector was down
+	c.up()
+	for i, a := range all {
+		err := a.sink.Shutdown(ctxTimeout(t, 30*time.Second))
+		n := c.count(a.id)
+		if i == 0 {
+			var de *DropError
+			if !errors.As(err, &de) || de.BufferFull != perRun-50 || de.Total() != de.BufferFull || n != 50 {
+				t.Errorf("agent 0 (small buffer): %v, %d stored", err, n)
+			}
+			continue
+		}
+		if err != nil || n != perRun {
+			t.Errorf("agent %d: %v, %d of %d records stored", i, err, n, perRun)
+		}
+	}
+}
