@@ -645,3 +645,22 @@ func TestValueLimit(t *testing.T) {
 		t.Errorf("small input changed: %s", tr.Records[1].Input)
 	}
 }
+
+// TestHubGap: events published while nobody listens are not kept, and an
+// id from before them is not resumed from (the client restarts).
+func TestHubGap(t *testing.T) {
+	h := newHub(16)
+	s, _, _, first := h.subscribe(trace.TraceID{}, "")
+	h.publish(run(1, "a")[:1])
+	h.unsubscribe(s)
+	h.publish(run(2, "b")) // nobody listens
+	if _, missed, found, _ := h.subscribe(trace.TraceID{}, first); found || len(missed) != 0 {
+		t.Errorf("resumed across a gap: found %v, %d events", found, len(missed))
+	}
+	s2, _, _, now := h.subscribe(trace.TraceID{2, 1}, "")
+	h.publish(run(2, "b")[:2])
+	if _, missed, found, _ := h.subscribe(trace.TraceID{2, 1}, now); !found || len(missed) != 2 {
+		t.Errorf("resume after the gap: found %v, %d events", found, len(missed))
+	}
+	h.unsubscribe(s2)
+}

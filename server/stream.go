@@ -46,6 +46,7 @@ type hub struct {
 	boot string
 	mu   sync.Mutex
 	n    uint64  // last event number
+	gap  uint64  // events up to this number were not kept
 	ring []event // the last len(ring) events, ring[i%len] = event i
 	subs map[*sub]struct{}
 	shut bool
@@ -69,6 +70,25 @@ func (h *hub) id(n uint64) string { return h.boot + "." + strconv.FormatUint(n, 
 // cannot keep up is disconnected (its client reconnects and catches up
 // from the ring or the store) rather than slowing ingest down.
 func (h *hub) publish(recs []trace.Record) {
+	// Nobody watches (the usual case): skip the encoding and leave a gap
+	// in the ring; a client resuming from before the gap is answered as
+	// if its id were unknown (the trace stream restarts from the store).
+	h.mu.Lock()
+	if len(h.subs) == 0 {
+		traces := 0
+		var last trace.TraceID
+		for i := range recs {
+			if i == 0 || recs[i].TraceID != last {
+				traces++ // counts runs of one trace, at least the distinct ones
+				last = recs[i].TraceID
+			}
+		}
+		h.n += uint64(len(recs) + traces)
+		h.gap = h.n
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
 	type agg struct{ ev TraceEvent }
 	traces := map[trace.TraceID]*agg{}
 	var order []trace.TraceID
@@ -159,7 +179,7 @@ func (h *hub) subscribe(t trace.TraceID, last string) (s *sub, missed []event, f
 	}
 	h.subs[s] = struct{}{}
 	if boot, num, ok := strings.Cut(last, "."); ok && boot == h.boot {
-		if n, err := strconv.ParseUint(num, 10, 64); err == nil && n <= h.n && h.n-n < uint64(len(h.ring)) {
+		if n, err := strconv.ParseUint(num, 10, 64); err == nil && n >= h.gap && n <= h.n && h.n-n < uint64(len(h.ring)) {
 			found = true
 			for i := n + 1; i <= h.n; i++ {
 				if e := h.ring[i%uint64(len(h.ring))]; s.wants(e) {
