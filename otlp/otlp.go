@@ -118,6 +118,9 @@ type Result struct {
 // Collector's file exporter writes it (one document per line: use it per
 // line).
 func DecodeJSON(b []byte) (ptrace.Traces, error) {
+	if err := checkJSONNesting(b); err != nil {
+		return ptrace.Traces{}, fmt.Errorf("not OTLP/JSON Loupe accepts: %w", err)
+	}
 	var u ptrace.JSONUnmarshaler
 	td, err := u.UnmarshalTraces(b)
 	if err != nil {
@@ -129,6 +132,9 @@ func DecodeJSON(b []byte) (ptrace.Traces, error) {
 // DecodeProto decodes an OTLP protobuf ExportTraceServiceRequest (or
 // TracesData, which has the same encoding).
 func DecodeProto(b []byte) (ptrace.Traces, error) {
+	if err := checkProtoNesting(b); err != nil {
+		return ptrace.Traces{}, fmt.Errorf("not OTLP protobuf Loupe accepts: %w", err)
+	}
 	var u ptrace.ProtoUnmarshaler
 	td, err := u.UnmarshalTraces(b)
 	if err != nil {

@@ -664,3 +664,19 @@ func TestHubGap(t *testing.T) {
 	}
 	h.unsubscribe(s2)
 }
+
+// TestDeepOTLPBody: a small gzip body that decodes to values nested a
+// million levels deep is refused with 400, and the server keeps serving.
+func TestDeepOTLPBody(t *testing.T) {
+	e := newEnv(t, Options{})
+	levels := 1_000_000
+	body := `{"resourceSpans":[{"resource":{"attributes":[{"key":"k","value":` +
+		strings.Repeat(`{"arrayValue":{"values":[`, levels) + `{"stringValue":"x"}` + strings.Repeat(`]}}`, levels) + `}]}}]}`
+	code, msg, _ := e.do("POST", "/v1/traces", "application/json", gz([]byte(body)), "Content-Encoding", "gzip")
+	if code != 400 || !strings.Contains(string(msg), "nested deeper") {
+		t.Errorf("deep body: %d %.200s", code, msg)
+	}
+	if code, _, _ := e.do("GET", "/healthz", "", nil); code != 200 {
+		t.Errorf("healthz: %d", code)
+	}
+}
