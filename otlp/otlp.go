@@ -760,6 +760,9 @@ func indexed(m pcommon.Map, prefix string) trace.Value {
 			return true
 		}
 		field = strings.TrimPrefix(field, "message.")
+		if strings.Count(field, ".") > 32 {
+			return true // absurdly deep: kept in the companion record only
+		}
 		for len(elems) <= n {
 			elems = append(elems, elem{})
 		}

@@ -295,3 +295,23 @@ func TestSeq(t *testing.T) {
 		t.Errorf("seq %d is in the recorder's range", a)
 	}
 }
+
+// TestDeepKey: a flattened key with a million dots neither crashes nor
+// nests a million levels.
+func TestDeepKey(t *testing.T) {
+	td := ptrace.NewTraces()
+	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID(pcommon.TraceID{1})
+	sp.SetSpanID(pcommon.SpanID{2})
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	sp.Attributes().PutStr("gen_ai.request.model", "m")
+	sp.Attributes().PutStr("gen_ai.prompt.0."+strings.Repeat("a.", 1_000_000)+"b", "deep")
+	sp.Attributes().PutStr("gen_ai.prompt.0.role", "user")
+	res := Map(td, nil)
+	checkWellFormed(t, res.Records)
+	for _, r := range res.Records {
+		if r.Type == trace.TypeModelCall && string(r.Input) != `[{"role":"user"}]` {
+			t.Errorf("input: %.100s", r.Input)
+		}
+	}
+}
