@@ -49,6 +49,11 @@ type Options struct {
 	// being retried (default 100000). Beyond it new records are dropped
 	// and counted as DropError.BufferFull.
 	BufferSize int
+	// BufferBytes bounds the approximate memory of the buffered records
+	// (their values plus a fixed overhead each; default 64 MiB), so that
+	// large values cannot make the buffer unbounded in memory. Beyond it
+	// new records are dropped and counted as DropError.BufferFull.
+	BufferBytes int
 	// Linger is how long records wait for a batch to fill before they are
 	// sent (default 200 ms); Flush and Shutdown cut it short.
 	Linger time.Duration
@@ -105,6 +110,7 @@ type Sink struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when records arrive, are done, or on shutdown
 	buf     []trace.Record
+	bytes   int    // recordSize of the records in buf
 	queued  uint64 // records ever accepted into buf
 	done    uint64 // of those, sent or dropped
 	drops   DropError
@@ -129,6 +135,9 @@ func New(o Options) (*Sink, error) {
 	}
 	if o.BufferSize <= 0 {
 		o.BufferSize = 100000
+	}
+	if o.BufferBytes <= 0 {
+		o.BufferBytes = 64 << 20
 	}
 	if o.Linger <= 0 {
 		o.Linger = 200 * time.Millisecond
@@ -160,7 +169,15 @@ func (s *Sink) WriteRecords(_ context.Context, recs []trace.Record) error {
 		return errors.New("export/http: WriteRecords after Shutdown; records dropped")
 	}
 	room := s.o.BufferSize - len(s.buf)
-	n := min(room, len(recs))
+	n := 0
+	for n < min(room, len(recs)) {
+		sz := recordSize(&recs[n])
+		if s.bytes+sz > s.o.BufferBytes {
+			break
+		}
+		s.bytes += sz
+		n++
+	}
 	s.buf = append(s.buf, recs[:n]...)
 	s.queued += uint64(n)
 	s.drops.BufferFull += int64(len(recs) - n)
@@ -275,7 +292,7 @@ func (s *Sink) loop() {
 		if s.abort || len(s.buf) == 0 && s.closed {
 			s.drops.Unsent += int64(len(s.buf))
 			s.done += uint64(len(s.buf))
-			s.buf = nil
+			s.buf, s.bytes = nil, 0
 			s.cond.Broadcast()
 			s.mu.Unlock()
 			return
@@ -301,6 +318,7 @@ func (s *Sink) loop() {
 			// One bad record: drop it, send the others again at once.
 			s.drops.Rejected++
 			s.drops.LastReason = res.msg
+			s.bytes -= recordSize(&s.buf[res.badIndex])
 			s.buf = append(s.buf[:res.badIndex:res.badIndex], s.buf[res.badIndex+1:]...)
 			s.done++
 			attempt = 0
@@ -326,12 +344,25 @@ func (s *Sink) loop() {
 
 // remove drops the first n buffered records as done; s.mu is held.
 func (s *Sink) remove(n int) {
+	for i := range n {
+		s.bytes -= recordSize(&s.buf[i])
+	}
 	// Copy down rather than reslice, so the buffer's memory is reused and
 	// sent records are not kept alive.
 	m := copy(s.buf, s.buf[n:])
 	clear(s.buf[m:])
 	s.buf = s.buf[:m]
 	s.done += uint64(n)
+}
+
+// recordSize approximates the memory a buffered record holds: its values
+// and strings, plus a fixed overhead for the struct.
+func recordSize(r *trace.Record) int {
+	n := 256 + len(r.Input) + len(r.Output) + len(r.Thinking) + len(r.Name) + len(r.Error) + len(r.Status)
+	for _, t := range r.Tags {
+		n += len(t) + 16
+	}
+	return n
 }
 
 // sleep waits d, or less if Shutdown aborts meanwhile (or, when

@@ -368,3 +368,37 @@ func TestTwentyAgentsCollectorDown(t *testing.T) {
 		}
 	}
 }
+
+// TestBufferBytes: large values fill the buffer by size before its record
+// count is reached.
+func TestBufferBytes(t *testing.T) {
+	c := newCollector(t)
+	c.down()
+	sink, _ := New(Options{URL: c.url(), BufferBytes: 10 * (256 + 1000 + 100), MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	recs := records(7, 20)
+	for i := range recs {
+		recs[i].Output = trace.Text(strings.Repeat("x", 998)) // 1000 bytes with quotes
+		recs[i].Name = strings.Repeat("n", 100)
+	}
+	sink.WriteRecords(context.Background(), recs)
+	if d := sink.Dropped(); d.BufferFull != 10 || sink.Buffered() != 10 {
+		t.Errorf("dropped %+v, buffered %d; want 10 and 10", d, sink.Buffered())
+	}
+	c.up()
+	if err := sink.Flush(ctxTimeout(t, 20*time.Second)); err == nil {
+		t.Error("Flush reported no drops")
+	}
+	if n := c.count(recs[0].TraceID); n != 10 {
+		t.Errorf("%d stored", n)
+	}
+	// The accounting returns to zero once sent: the buffer takes 10 more.
+	more := records(8, 10)
+	for i := range more {
+		more[i].Output, more[i].Name = recs[0].Output, recs[0].Name
+	}
+	sink.WriteRecords(context.Background(), more)
+	if d := sink.Dropped(); d.BufferFull != 10 {
+		t.Errorf("after sending: dropped %+v", d)
+	}
+	sink.Shutdown(context.Background())
+}
