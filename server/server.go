@@ -5,7 +5,8 @@
 //     optionally gzip) and POST /v1/traces (OTLP/HTTP, protobuf or JSON,
 //     optionally gzip, mapped to records by package otlp);
 //   - the JSON API under /api/v1: traces (list with filters and cursor
-//     pagination), search, one trace, delete, aggregates;
+//     pagination), search, one trace, delete, aggregates, evaluation runs
+//     and their case results;
 //   - live streams (Server-Sent Events): /api/v1/stream and
 //     /api/v1/traces/{id}/stream, fed from ingest, resumable with
 //     Last-Event-ID;
