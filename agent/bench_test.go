@@ -187,3 +187,37 @@ func BenchmarkRun1000Paired(b *testing.B) {
 	slices.Sort(overhead)
 	b.ReportMetric(overhead[len(overhead)/2], "overhead-%")
 }
+
+// BenchmarkParallelTools runs a 100-iteration ReAct agent whose model asks
+// for three tool calls per turn, run in parallel, with a tool that does
+// nothing: the runtime's and the tracing's own cost of a parallel batch
+// (goroutines, the ordered recording of their ends).
+func BenchmarkParallelTools(b *testing.B) {
+	const turns = 100
+	var sb strings.Builder
+	sb.WriteString("model: bench\nturns:\n")
+	for i := range turns - 1 {
+		fmt.Fprintf(&sb, "  - tool_calls: [{name: work, input: {n: %d}}, {name: work, input: {n: %d}}, {name: work, input: {n: %d}}]\n    usage: {input_tokens: 100, output_tokens: 20}\n", i, i+1, i+2)
+	}
+	sb.WriteString("  - answer: done\n")
+	s, err := scripted.Parse([]byte(sb.String()), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools := agent.NewToolbox(workTool(0))
+	run := func(b *testing.B, tracer *trace.Tracer) {
+		b.ReportAllocs()
+		exec := &agent.Executor{Tracer: tracer, Limits: agent.Limits{MaxIterations: turns + 1}}
+		for b.Loop() {
+			res := exec.Run(context.Background(), &agent.ReAct{Model: s.NewModel(), Tools: tools}, "work")
+			if res.Err != nil || res.Answer != "done" {
+				b.Fatal(res.Err)
+			}
+			if err := tracer.Flush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("untraced", func(b *testing.B) { run(b, nil) })
+	b.Run("traced", func(b *testing.B) { run(b, benchTracer(b)) })
+}

@@ -12,4 +12,12 @@
 // Every run returns its answer together with its trace (Result). A nil
 // *trace.Tracer runs untraced: nothing is recorded, but hooks run and
 // limits are enforced all the same.
+//
+// Code the runtime calls but did not write cannot take a run down: a tool,
+// model, hook or loop that panics fails that call with a *trace.PanicError
+// (the panic value and where it was raised), which the run handles exactly
+// like a returned error, and Run always returns its Result with the trace
+// ended. Parallel tool calls are traced in the order the model asked for
+// them, whatever order they finish in, so a scripted run records the same
+// trace every time.
 package agent

@@ -44,7 +44,9 @@ func Fail(err error) Step { return Step{Action: ActionTerminate, Err: err} }
 // (nil when the run is untraced; its methods are still safe to call) and
 // ctx carries it too, along with the run's hooks and limits, so model and
 // tool calls made with Generate, CallTool and CallTools are traced and
-// checked. Next is never called concurrently for one run.
+// checked. Next is never called concurrently for one run. A Next that
+// panics fails the run like Fail with a *trace.PanicError (termination
+// error); so does a Starter's Start.
 type AgentLoop interface {
 	Next(ctx context.Context, ec *trace.ExecutionContext) Step
 }
@@ -143,9 +145,11 @@ func runFrom(ctx context.Context) *run {
 // Run runs loop to the end and returns its answer and trace. input is
 // what the run was asked; it is recorded on run.start and handed to loop
 // if it is a Starter. Run does not return early on failure: the failure is
-// in Result.Err and Result.Termination. The trace is complete (run.end
-// recorded) when Run returns; call the Tracer's Flush or Shutdown to
-// make sure sinks have it.
+// in Result.Err and Result.Termination. A panic in the loop, a tool, a
+// model or a hook does not escape Run either: it becomes that call's
+// error, a *trace.PanicError, and the run goes on or ends exactly as for
+// a returned error. The trace is complete (run.end recorded) when Run
+// returns; call the Tracer's Flush or Shutdown to make sure sinks have it.
 func (e *Executor) Run(ctx context.Context, loop AgentLoop, input string) Result {
 	var ec *trace.ExecutionContext
 	if e.Tracer != nil {
@@ -186,7 +190,7 @@ func (e *Executor) execute(ctx context.Context, ec *trace.ExecutionContext, pare
 	r := &run{exec: e, ec: ec, parent: parent}
 	ctx = context.WithValue(ctx, runKey{}, r)
 
-	answer, err := r.loop(ctx, loop, input)
+	answer, err := r.safeLoop(ctx, loop, input)
 	if err == nil {
 		r.mu.Lock()
 		err = r.stop
@@ -214,6 +218,54 @@ func (e *Executor) execute(ctx context.Context, ec *trace.ExecutionContext, pare
 	return res
 }
 
+// safeLoop is loop, with a panic that escaped it (from the recorder's
+// Redact hook, say) turned into the error that ended the run, so that the
+// run still ends and records run.end.
+func (r *run) safeLoop(ctx context.Context, loop AgentLoop, input string) (answer string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			answer, err = "", trace.NewPanicError(v)
+			// Close the iteration the panic left open, if any; what
+			// panicked may panic again, and must not escape now.
+			func() {
+				defer func() { _ = recover() }()
+				r.ec.EndIteration(string(ActionTerminate))
+			}()
+		}
+	}()
+	return r.loop(ctx, loop, input)
+}
+
+// next calls loop.Next, turning a panic into a failed step.
+func next(ctx context.Context, ec *trace.ExecutionContext, loop AgentLoop) (step Step) {
+	defer func() {
+		if v := recover(); v != nil {
+			step = Fail(trace.NewPanicError(v))
+		}
+	}()
+	return loop.Next(ctx, ec)
+}
+
+// start calls s.Start, turning a panic into its error.
+func start(ctx context.Context, ec *trace.ExecutionContext, s Starter, input string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = trace.NewPanicError(v)
+		}
+	}()
+	return s.Start(ctx, ec, input)
+}
+
+// fireHook calls h, turning a panic into its error.
+func fireHook(ctx context.Context, ec *trace.ExecutionContext, h Hook, ev *HookEvent) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = trace.NewPanicError(v)
+		}
+	}()
+	return h.Fire(ctx, ec, ev)
+}
+
 // loop runs the iterations and returns the answer or the error that ended
 // the run.
 func (r *run) loop(ctx context.Context, loop AgentLoop, input string) (string, error) {
@@ -225,7 +277,7 @@ func (r *run) loop(ctx context.Context, loop AgentLoop, input string) (string, e
 		}
 	}
 	if s, ok := loop.(Starter); ok {
-		if err := s.Start(ctx, ec, input); err != nil {
+		if err := start(ctx, ec, s, input); err != nil {
 			return "", r.ctxErr(ctx, err)
 		}
 	}
@@ -250,7 +302,7 @@ func (r *run) loop(ctx context.Context, loop AgentLoop, input string) (string, e
 		if hooks {
 			iterStart = time.Now()
 		}
-		step := loop.Next(ctx, ec)
+		step := next(ctx, ec, loop)
 		if step.Action != ActionContinue {
 			step.Action = ActionTerminate
 		}
@@ -477,8 +529,11 @@ type HookEvent struct {
 
 // A Hook observes a run, and may stop it: an error returned by Fire is
 // recorded as hook.error and ends the run with termination hook_abort
-// (except at AfterRun, when the run is already over). Hooks around tool
-// calls may fire concurrently when tools run in parallel.
+// (except at AfterRun, when the run is already over). A hook that panics
+// is treated the same way, with a *trace.PanicError as its error. Hooks
+// around the parallel tool calls of CallTools fire in the caller's
+// goroutine, in the order of the calls, while the tools run; hooks around
+// tool calls that a loop makes concurrently itself fire concurrently.
 type Hook interface {
 	Fire(ctx context.Context, ec *trace.ExecutionContext, ev *HookEvent) error
 }
@@ -513,7 +568,7 @@ func (r *run) fire(ctx context.Context, ev *HookEvent, abort bool) error {
 	}
 	for _, h := range r.exec.Hooks {
 		span := r.ec.Start(trace.TypeHookStart, string(ev.Point), nil)
-		err := h.Fire(ctx, r.ec, ev)
+		err := fireHook(ctx, r.ec, h, ev)
 		span.End(nil, err)
 		if err != nil && abort {
 			he := &HookError{Point: ev.Point, Err: err}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -20,14 +21,16 @@ type Tool interface {
 	Definition() ToolDef
 	// Call runs the tool with input, one JSON value, and returns its
 	// output as one JSON value. An error is shown to the model as the
-	// result of the call. Call may be called concurrently.
+	// result of the call, and so is a panic (as a *trace.PanicError).
+	// Call may be called concurrently.
 	Call(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
 }
 
 // A ToolChain is the set of tools a loop offers a model. Calls made
 // through CallTool and CallTools are traced (tool.start, then tool.end or
 // tool.error), counted against the run's tool-call limits and surrounded
-// by the tool hooks; a ToolChain itself does not trace. Implementations
+// by the tool hooks; a ToolChain itself does not trace. A panic in Call
+// fails that call only, like an error. Implementations
 // must be safe for concurrent use, since tools may run in parallel.
 type ToolChain interface {
 	// Definitions describes every tool, in a stable order.
@@ -122,65 +125,134 @@ func (r ToolResult) Message() Message {
 // run carried by ctx, checked against the run's tool-call limits, with the
 // before_tool and after_tool hooks around it. When a limit or a hook stops
 // the run, the tool is not called and the result's Err says why (see
-// IsStop).
+// IsStop). A tool that panics fails the call: Err is a *trace.PanicError
+// with the panic value and where it was raised, recorded as tool.error.
 func CallTool(ctx context.Context, chain ToolChain, call ToolCall) ToolResult {
+	var c toolCall
+	if c.begin(ctx, call) {
+		c.invoke(ctx, chain)
+		c.finish(ctx)
+	}
+	return c.res
+}
+
+// A toolCall is one tool call in its three steps: begin (limits,
+// before_tool hooks, tool.start) and finish (tool.end or tool.error,
+// after_tool hooks) run in the caller's goroutine, invoke may run in
+// another. CallTools runs begin and finish in the order the model asked
+// for the calls, so that their records, and everything the hooks record,
+// come in that order whatever order the tools finish in.
+type toolCall struct {
+	r     *run
+	ec    *trace.ExecutionContext
+	hooks bool
+	res   ToolResult
+	span  trace.Span
+	start time.Time     // when the tool was called, for the after_tool hook
+	dur   time.Duration // how long the tool took, for the after_tool hook
+	end   trace.Record  // the tool.end or tool.error record, made when the tool returned
+	began bool          // CallTools: begin let the call run
+	ready bool          // CallTools: the tool returned, or was never called
+}
+
+// begin prepares the call; it reports false when the call must not run,
+// with c.res.Err saying why.
+func (c *toolCall) begin(ctx context.Context, call ToolCall) bool {
 	r := runFrom(ctx)
-	ec := trace.FromContext(ctx)
-	res := ToolResult{Call: call}
+	c.r, c.ec, c.res.Call = r, trace.FromContext(ctx), call
 	if r != nil {
 		if err := r.ctxErr(ctx, ctx.Err()); err != nil {
-			res.Err = err
-			return res
+			c.res.Err = err
+			return false
 		}
 		if err := r.beforeToolCall(call.Name); err != nil {
-			res.Err = err
-			return res
+			c.res.Err = err
+			return false
 		}
 	}
-	hooks := r != nil && len(r.exec.Hooks) > 0
-	if hooks {
+	c.hooks = r != nil && len(r.exec.Hooks) > 0
+	if c.hooks {
 		// Hooks get pointers to copies made here, so that without hooks
 		// the call stays on the stack (the same for the request and
 		// response in Generate).
-		c := call
-		if err := r.fire(ctx, &HookEvent{Point: BeforeTool, ToolCall: &c}, true); err != nil {
-			res.Err = err
-			return res
+		cc := call
+		if err := r.fire(ctx, &HookEvent{Point: BeforeTool, ToolCall: &cc}, true); err != nil {
+			c.res.Err = err
+			return false
 		}
-		call = c
-		res.Call = call
+		c.res.Call = cc
 	}
-	var span trace.Span
-	if ec != nil {
-		span = ec.Start(trace.TypeToolStart, call.Name, jsonValue(call.Input))
+	if c.ec != nil {
+		c.span = c.ec.Start(trace.TypeToolStart, c.res.Call.Name, jsonValue(c.res.Call.Input))
 	}
-	var start time.Time
-	if hooks { // the clock is read only for what uses it
-		start = time.Now()
+	if c.hooks { // the clock is read only for what uses it
+		c.start = time.Now()
 	}
+	return true
+}
+
+// invoke calls the tool, turning a panic into the call's error, and takes
+// the end record (its time is when the tool returned) without recording it.
+func (c *toolCall) invoke(ctx context.Context, chain ToolChain) {
+	call := c.res.Call
 	if chain == nil {
-		res.Err = fmt.Errorf("no tools are available; %s cannot be called", call.Name)
+		c.res.Err = fmt.Errorf("no tools are available; %s cannot be called", call.Name)
 	} else {
-		res.Output, res.Err = chain.Call(span.Context(ctx), call)
+		c.res.Output, c.res.Err = callChain(c.span.Context(ctx), chain, call)
 	}
-	if ec != nil {
-		span.End(jsonValue(res.Output), res.Err)
+	c.ended()
+}
+
+// ended takes the end record and the duration when the tool returned,
+// not when the call is finished, which may be later.
+func (c *toolCall) ended() {
+	if c.ec != nil {
+		c.end = c.span.EndRecord(jsonValue(c.res.Output), c.res.Err)
 	}
-	if r != nil && res.Err != nil {
-		res.Err = r.ctxErr(ctx, res.Err)
+	if c.hooks {
+		c.dur = time.Since(c.start)
 	}
-	if hooks {
-		c := call
-		if err := r.fire(ctx, &HookEvent{Point: AfterTool, ToolCall: &c, ToolOutput: res.Output, Err: res.Err, Duration: time.Since(start)}, true); err != nil {
-			res.Err = err
+}
+
+// callChain calls chain, recovering a panic as a *trace.PanicError.
+func callChain(ctx context.Context, chain ToolChain, call ToolCall) (out json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, trace.NewPanicError(v)
+		}
+	}()
+	return chain.Call(ctx, call)
+}
+
+// finish records the end of the call and fires the after_tool hooks.
+func (c *toolCall) finish(ctx context.Context) {
+	if c.ec != nil {
+		c.ec.Record(c.end)
+		c.end = trace.Record{} // the output is the tool's; do not keep it twice
+	}
+	r := c.r
+	if r != nil && c.res.Err != nil {
+		c.res.Err = r.ctxErr(ctx, c.res.Err)
+	}
+	if c.hooks {
+		cc := c.res.Call
+		if err := r.fire(ctx, &HookEvent{Point: AfterTool, ToolCall: &cc, ToolOutput: c.res.Output, Err: c.res.Err, Duration: c.dur}, true); err != nil {
+			c.res.Err = err
 		}
 	}
-	return res
 }
 
 // CallTools runs calls through chain and returns their results in call
-// order. With parallel set and more than one call, each call runs in its
-// own goroutine; the run's ExecutionContext is safe for that.
+// order. With parallel set and more than one call, each tool runs in its
+// own goroutine, while everything recorded around the tools (limits,
+// hooks, tool.start, tool.end or tool.error) is recorded in call order:
+// each call is begun in turn before its tool starts, and each is finished
+// in turn once its tool and those before it have returned. A trace of
+// parallel calls is therefore the same whatever order they finish in;
+// their times still show how they overlapped. (Records that the tools
+// themselves make, in nested runs for example, interleave as they
+// happen.) A tool that panics or calls runtime.Goexit fails its call with
+// an error; the others go on.
 func CallTools(ctx context.Context, chain ToolChain, calls []ToolCall, parallel bool) []ToolResult {
 	out := make([]ToolResult, len(calls))
 	if !parallel || len(calls) < 2 {
@@ -189,19 +261,63 @@ func CallTools(ctx context.Context, chain ToolChain, calls []ToolCall, parallel 
 		}
 		return out
 	}
-	var wg sync.WaitGroup
-	for i, c := range calls {
-		wg.Go(func() { out[i] = CallTool(ctx, chain, c) })
+	cs := make([]toolCall, len(calls))
+	done := make(chan int, len(calls)) // the index of each call whose tool returned
+	for i, call := range calls {
+		c := &cs[i]
+		if !c.begin(ctx, call) {
+			c.ready = true // not called: nothing to wait for, nothing to finish
+			continue
+		}
+		c.began = true
+		go func() {
+			returned := false
+			defer func() {
+				if !returned {
+					// The tool called runtime.Goexit, which recover
+					// cannot stop, or something around it panicked (a
+					// tool's error whose Error method panics): the call
+					// fails, the other calls and the run go on.
+					err := errGoexit
+					if v := recover(); v != nil {
+						err = trace.NewPanicError(v)
+					}
+					c.res.Output, c.res.Err = nil, err
+					c.ended()
+				}
+				done <- i
+			}()
+			c.invoke(ctx, chain)
+			returned = true
+		}()
 	}
-	wg.Wait()
+	// Finish the calls in order: a call whose tool returned early waits
+	// for the ones before it.
+	for next := 0; next < len(cs); {
+		c := &cs[next]
+		if !c.ready {
+			cs[<-done].ready = true
+			continue
+		}
+		if c.began {
+			c.finish(ctx)
+		}
+		out[next] = c.res
+		next++
+	}
 	return out
 }
+
+// errGoexit fails a parallel tool call whose tool called runtime.Goexit.
+var errGoexit = errors.New("the tool called runtime.Goexit (t.FailNow or t.SkipNow in a test?) instead of returning")
 
 // Generate asks m for the next turn, traced as one model.call record in
 // the run carried by ctx (with streamed chunks as model.delta records when
 // m streams), checked against the run's token and cost budgets, with the
 // before_model and after_model hooks around it. A call that pushes the run
-// over a budget returns its response together with the *LimitError.
+// over a budget returns its response together with the *LimitError. A
+// model that panics fails the call: the error is a *trace.PanicError,
+// recorded on the model.call record like any model error.
 func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 	r := runFrom(ctx)
 	ec := trace.FromContext(ctx)
@@ -239,7 +355,7 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 	if hooks {
 		start = time.Now()
 	}
-	resp, err := m.Generate(ctx, req)
+	resp, err := generate(ctx, m, req)
 	if ec != nil {
 		var thinking trace.Value
 		if resp.Thinking != "" {
@@ -267,6 +383,16 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 		resp = rs
 	}
 	return resp, err
+}
+
+// generate calls m, recovering a panic as a *trace.PanicError.
+func generate(ctx context.Context, m Model, req Request) (resp Response, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			resp, err = Response{}, trace.NewPanicError(v)
+		}
+	}()
+	return m.Generate(ctx, req)
 }
 
 // jsonValue returns b as a trace value: as is when it is JSON, or as a

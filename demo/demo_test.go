@@ -156,8 +156,14 @@ func TestRun(t *testing.T) {
 	if st.ToolCalls != 5 || st.Errors != 1 || st.Children != 1 || st.Iterations != 6 || len(st.ByModel) != 2 {
 		t.Errorf("stats = %+v", st)
 	}
-	var toolEnds []string
+	var toolEnds, toolStarts, ends []string
 	for _, r := range res.Records {
+		switch r.Type {
+		case trace.TypeToolStart:
+			toolStarts = append(toolStarts, r.Name)
+		case trace.TypeToolEnd, trace.TypeToolError:
+			ends = append(ends, r.Name)
+		}
 		switch r.Type {
 		case trace.TypeToolEnd:
 			toolEnds = append(toolEnds, r.Name+" "+r.Output.String())
@@ -166,6 +172,12 @@ func TestRun(t *testing.T) {
 				t.Errorf("tool.error = %s %s", r.Name, r.Error)
 			}
 		}
+	}
+	// The first turn runs calculator and search_files in parallel: the
+	// trace has them in the order the model asked, whichever finished first.
+	calls := "calculator search_files clock clock summarize"
+	if strings.Join(toolStarts, " ") != calls || strings.Join(ends, " ") != calls {
+		t.Errorf("tool.start order %v, end order %v; want %s", toolStarts, ends, calls)
 	}
 	joined := strings.Join(toolEnds, "\n")
 	for _, want := range []string{`"value":409.8`, `"file":"main.go","line":1`, `"zone":"UTC"`, "summarize "} {

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// realDir holds files copied from the public AgentV project; CI always has it.
-const realDir = "../../shared/testdata/real/agentv"
+// realDir holds files copied from the public AgentV project (see testdata/real/README.md).
+const realDir = "../testdata/real/agentv"
 
 func TestRealFilesParse(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(realDir, "*.yaml"))

@@ -28,10 +28,10 @@ import (
 // Paths, relative to the repository root; tests run there (see inRoot).
 const (
 	staticEval  = "evalrun/testdata/static-trace.eval.yaml"
-	staticTrace = "../shared/testdata/real/agentv/static-trace.json"
-	realAgentV  = "../shared/testdata/real/agentv"
+	staticTrace = "testdata/real/agentv/static-trace.json"
+	realAgentV  = "testdata/real/agentv"
 	realRuns    = "eval/testdata/real-runs"
-	resultsFile = "../shared/testdata/real/agentv/multi-agent.eval.results.jsonl"
+	resultsFile = "testdata/real/agentv/multi-agent.eval.results.jsonl"
 )
 
 func fixedNow() time.Time { return time.Date(2026, 2, 22, 10, 0, 0, 0, time.UTC) }

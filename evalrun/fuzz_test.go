@@ -11,7 +11,7 @@ import (
 // --command output: it must return a run or an error, never panic, and a
 // run must summarize.
 func FuzzCommandOutput(f *testing.F) {
-	if b, err := os.ReadFile("../../shared/testdata/real/agentv/static-trace.json"); err == nil {
+	if b, err := os.ReadFile("../testdata/real/agentv/static-trace.json"); err == nil {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"text": "hi", "trace": [{"type": "tool_call", "id": "1", "name": "a", "input": {"q": 1}}]}`))

@@ -8,9 +8,9 @@ import (
 
 // SinkBatchSize is the dispatcher batch size recommended for a Sink
 // (trace.DispatchOptions.BatchSize). Each batch is one Append, so one
-// transaction: with SQLite, 4096-record batches ingest about 40 % faster
-// than the dispatcher's default of 512, because commits and summary
-// upserts are paid per batch (see BENCHMARKS.md). Batching happens in the
+// transaction: batches larger than the dispatcher's default ingest faster,
+// because commits and summary upserts are paid per batch (BENCHMARKS.md
+// has the measurements). Batching happens in the
 // dispatcher's queue, in front of acknowledgement: a record is durable
 // once the WriteRecords call carrying it returns.
 const SinkBatchSize = 4096

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -83,6 +84,20 @@ func (s Span) End(output Value, err error) {
 		s.EndModel(output, nil, Usage{}, "", err)
 		return
 	}
+	s.ec.Record(s.EndRecord(output, err))
+}
+
+// EndRecord returns the record End would record now, without recording
+// it: its time and duration are read now, its Seq is given when the caller
+// passes it to ExecutionContext.Record. The agent runtime ends parallel
+// tool calls this way, to record their ends in the order the model asked
+// for the calls whatever order they finish in. output is kept, not copied,
+// until the record is recorded. For the zero Span, or a model call, it
+// returns the zero Record.
+func (s Span) EndRecord(output Value, err error) Record {
+	if s.ec == nil || s.typ == TypeModelCall {
+		return Record{}
+	}
 	now := s.ec.t.now()
 	r := Record{Name: s.name, SpanID: s.id, Output: output, Duration: now.Sub(s.start), Time: now}
 	switch s.typ {
@@ -102,7 +117,7 @@ func (s Span) End(output Value, err error) {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	s.ec.Record(r)
+	return r
 }
 
 // EndModel finishes a model-call span, recording one model.call record with
@@ -136,13 +151,36 @@ func (s Span) Delta(kind string, chunk Value) {
 //
 // input and the result are encoded with JSON. Without an ExecutionContext
 // in ctx it just calls fn.
+//
+// If fn panics, Tool records tool.error with the panic (a *PanicError's
+// text: the value and where it was raised) and panics again with the same
+// value: fn is the caller's own code, and a panic in it must behave as Go
+// says, recover or crash, whether traced or not. (The agent runtime, which
+// calls tools it did not write, turns their panics into errors instead.)
 func Tool[T any](ctx context.Context, name string, input any, fn func(context.Context) (T, error)) (T, error) {
 	ec := FromContext(ctx)
 	if ec == nil {
 		return fn(ctx)
 	}
 	s := ec.Start(TypeToolStart, name, JSON(input))
+	returned := false
+	defer func() {
+		if !returned {
+			v := recover()
+			// A nil v is runtime.Goexit (t.FailNow in a test), which
+			// recover does not stop: it is recorded and goes on.
+			err := errGoexit
+			if v != nil {
+				err = NewPanicError(v)
+			}
+			s.End(nil, err)
+			if v != nil {
+				panic(v)
+			}
+		}
+	}()
 	out, err := fn(ctx)
+	returned = true
 	if err != nil {
 		s.End(nil, err)
 	} else {
@@ -150,3 +188,6 @@ func Tool[T any](ctx context.Context, name string, input any, fn func(context.Co
 	}
 	return out, err
 }
+
+// errGoexit is the error recorded for a tool that called runtime.Goexit.
+var errGoexit = errors.New("the tool called runtime.Goexit (t.FailNow or t.SkipNow in a test?) and did not return")

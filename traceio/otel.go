@@ -65,185 +65,256 @@ func readFragola(s *source) error {
 		if err := json.Unmarshal(b, &sp); err != nil {
 			return jsonError(s.name, b, s.line, err)
 		}
-		tid, err := trace.ParseTraceID(sp.TraceID)
-		if err != nil || tid.IsZero() {
-			if err == nil {
-				err = errors.New("is all zeros")
-			}
-			return s.errf("traceId", "%v", err)
-		}
-		sid, err := trace.ParseSpanID(sp.SpanID)
-		if err != nil || sid.IsZero() {
-			if err == nil {
-				err = errors.New("missing or all zeros")
-			}
-			return s.errf("spanId", "%v", err)
-		}
-		parentHex, parentField := sp.ParentSpanID, "parentSpanId"
-		if parentHex == "" {
-			parentHex, parentField = sp.ParentID, "parentId"
-		}
-		if parentHex == "" && sp.ParentSpanContext != nil {
-			parentHex, parentField = sp.ParentSpanContext.SpanID, "parentSpanContext.spanId"
-		}
-		parent, err := trace.ParseSpanID(parentHex)
+		o, err := s.otelSpanOf(&sp)
 		if err != nil {
-			return s.errf(parentField, "%v", err)
+			return err
 		}
-		start, err := otelTime(sp.StartTime, sp.StartTimeUnixNano)
-		if err != nil {
-			return s.errf("startTime", "%v", err)
+		if o.parent.IsZero() {
+			return s.otelRun(o)
 		}
-		if start.IsZero() {
-			return s.errf("startTime", "missing; a span has a start time")
-		}
-		end, err := otelTime(sp.EndTime, sp.EndTimeUnixNano)
-		if err != nil {
-			return s.errf("endTime", "%v", err)
-		}
-		if end.Before(start) {
-			end = start // an unended span: no duration rather than a negative one
-		}
-		attrs, err := otelAttrs(sp.Attributes)
-		if err != nil {
-			return s.errf("attributes", "%v", err)
-		}
-		code, err := otelStatus(sp.Status.Code)
-		if err != nil {
-			return s.errf("status.code", "%v", err)
-		}
-		attrJSON := attrs.json()
-		d := end.Sub(start)
-
-		// What happened: the failure, the kind of span.
-		failed := code == 2
-		errMsg := ""
-		var exception trace.Value
-		for _, e := range sp.Events {
-			if e.Name == "exception" {
-				ea, _ := otelAttrs(e.Attributes)
-				exception = ea.json()
-				if errMsg == "" {
-					errMsg = ea.str("exception.message")
-					if t := ea.str("exception.type"); t != "" && errMsg != "" && !strings.HasPrefix(errMsg, t) {
-						errMsg = t + ": " + errMsg
-					}
-				}
-			}
-		}
-		if sp.Status.Message != "" {
-			errMsg = sp.Status.Message
-		}
-		if failed && errMsg == "" {
-			errMsg = "span " + sp.Name + " failed"
-		}
-		if !failed {
-			errMsg = ""
-		}
-		model := firstNonEmpty(attrs.str("gen_ai.response.model"), attrs.str("gen_ai.request.model"), attrs.str("fragola.agent.model"))
-		lname := strings.ToLower(sp.Name)
-		kind := "node"
-		switch {
-		case strings.Contains(lname, "model") || strings.Contains(lname, "llm") || attrs.str("gen_ai.operation.name") == "chat":
-			kind = "model"
-		case strings.Contains(lname, "tool"):
-			kind = "tool"
-		case strings.HasSuffix(lname, "run") || strings.HasSuffix(lname, "agent"):
-			kind = "run"
-		}
-		if parent.IsZero() {
-			// The run itself; a call span at the root gets a run around it.
-			name := firstNonEmpty(attrs.str("fragola.agent.name"), sp.Name)
-			tags := []string{"source:fragola", "otel.span:" + sp.Name}
-			for _, k := range [][2]string{{"service", "service.name"}, {"agent.id", "fragola.agent.id"}, {"model", ""}} {
-				v := model
-				if k[1] != "" {
-					v = attrs.str(k[1])
-				}
-				if v != "" {
-					tags = append(tags, k[0]+":"+v)
-				}
-			}
-			if err := s.emit(trace.Record{TraceID: tid, SpanID: sid, Time: start, Type: trace.TypeRunStart, Name: name, Input: attrJSON, Tags: tags}); err != nil {
-				return err
-			}
-			callSpan := sid
-			if kind == "model" || kind == "tool" {
-				callSpan = spanIDOf(tid, "call", string(sid[:]))
-			}
-			if err := s.otelCall(&sp, kind, tid, callSpan, sid, start, d, attrs, model, errMsg, exception, sid != callSpan); err != nil {
-				return err
-			}
-			status := trace.TerminationSuccess
-			if failed {
-				status = trace.TerminationError
-			}
-			return s.emit(trace.Record{TraceID: tid, SpanID: sid, Time: end, Type: trace.TypeRunEnd, Name: name,
-				Duration: d, Status: string(status), Error: errMsg})
-		}
-		switch kind {
+		switch o.kind {
 		case "model", "tool":
-			return s.otelCall(&sp, kind, tid, sid, parent, start, d, attrs, model, errMsg, exception, false)
+			return s.otelCall(o, o.sid, o.parent, false)
 		}
-		startType, endType := trace.TypeNodeStart, trace.TypeNodeEnd
-		status := ""
-		if kind == "run" {
-			startType, endType = trace.TypeChildSpawn, trace.TypeChildEnd
-			status = string(trace.TerminationSuccess)
-			if failed {
-				status = string(trace.TerminationError)
-			}
-		}
-		if err := s.emit(trace.Record{TraceID: tid, SpanID: sid, ParentID: parent, Time: start, Type: startType,
-			Name: sp.Name, Input: attrJSON}); err != nil {
-			return err
-		}
-		if err := s.otelEvents(&sp, tid, sid, false); err != nil {
-			return err
-		}
-		return s.emit(trace.Record{TraceID: tid, SpanID: sid, ParentID: parent, Time: end, Type: endType,
-			Name: sp.Name, Duration: d, Status: status, Error: errMsg})
+		return s.otelNode(o)
 	})
 }
 
-// otelCall emits the records of a span: a model call or a tool call (with
-// its events), or only the events of a run span (kind "run"/"node").
-func (s *source) otelCall(sp *otelSpan, kind string, tid trace.TraceID, span, parent trace.SpanID, start time.Time, d time.Duration, attrs otelAttrMap, model, errMsg string, exception trace.Value, eventsUnderParent bool) error {
+// otelRead is one span, checked and interpreted: its ids and times, its
+// attributes, whether and how it failed, and what kind of span it is.
+type otelRead struct {
+	sp          *otelSpan
+	tid         trace.TraceID
+	sid, parent trace.SpanID // parent is zero for a root span
+	start, end  time.Time    // end is never before start
+	attrs       otelAttrMap
+
+	failed    bool        // status code 2 (ERROR)
+	errMsg    string      // the failure's message; empty unless failed
+	exception trace.Value // the attributes of the last exception event
+
+	model string // the model the span names, if any
+	kind  string // "model", "tool", "run" or "node"; see otelKind
+}
+
+// d is the span's duration.
+func (o *otelRead) d() time.Duration { return o.end.Sub(o.start) }
+
+// otelSpanOf checks the span's ids, times, attributes and status, in that
+// order, reporting the first field that is wrong, and interprets them.
+func (s *source) otelSpanOf(sp *otelSpan) (*otelRead, error) {
+	o := &otelRead{sp: sp}
+	var err error
+	if o.tid, o.sid, o.parent, err = s.otelIDs(sp); err != nil {
+		return nil, err
+	}
+	if o.start, err = otelTime(sp.StartTime, sp.StartTimeUnixNano); err != nil {
+		return nil, s.errf("startTime", "%v", err)
+	}
+	if o.start.IsZero() {
+		return nil, s.errf("startTime", "missing; a span has a start time")
+	}
+	if o.end, err = otelTime(sp.EndTime, sp.EndTimeUnixNano); err != nil {
+		return nil, s.errf("endTime", "%v", err)
+	}
+	if o.end.Before(o.start) {
+		o.end = o.start // an unended span: no duration rather than a negative one
+	}
+	if o.attrs, err = otelAttrs(sp.Attributes); err != nil {
+		return nil, s.errf("attributes", "%v", err)
+	}
+	code, err := otelStatus(sp.Status.Code)
+	if err != nil {
+		return nil, s.errf("status.code", "%v", err)
+	}
+	o.failed = code == 2
+	o.errMsg, o.exception = otelFailure(sp, o.failed)
+	o.model = firstNonEmpty(o.attrs.str("gen_ai.response.model"), o.attrs.str("gen_ai.request.model"), o.attrs.str("fragola.agent.model"))
+	o.kind = otelKind(sp.Name, o.attrs)
+	return o, nil
+}
+
+// otelIDs parses the span's trace id, span id (neither may be zero) and
+// parent span id (zero for a root), from whichever spelling the span uses.
+func (s *source) otelIDs(sp *otelSpan) (tid trace.TraceID, sid, parent trace.SpanID, err error) {
+	tid, err = trace.ParseTraceID(sp.TraceID)
+	if err != nil || tid.IsZero() {
+		if err == nil {
+			err = errors.New("is all zeros")
+		}
+		return tid, sid, parent, s.errf("traceId", "%v", err)
+	}
+	sid, err = trace.ParseSpanID(sp.SpanID)
+	if err != nil || sid.IsZero() {
+		if err == nil {
+			err = errors.New("missing or all zeros")
+		}
+		return tid, sid, parent, s.errf("spanId", "%v", err)
+	}
+	parentHex, parentField := sp.ParentSpanID, "parentSpanId"
+	if parentHex == "" {
+		parentHex, parentField = sp.ParentID, "parentId"
+	}
+	if parentHex == "" && sp.ParentSpanContext != nil {
+		parentHex, parentField = sp.ParentSpanContext.SpanID, "parentSpanContext.spanId"
+	}
+	if parent, err = trace.ParseSpanID(parentHex); err != nil {
+		return tid, sid, parent, s.errf(parentField, "%v", err)
+	}
+	return tid, sid, parent, nil
+}
+
+// otelFailure returns the message of a failed span (empty when it did not
+// fail) and the attributes of its last exception event (whether or not it
+// failed). The message is the status message, else the first exception's
+// "type: message", else a generic one naming the span.
+func otelFailure(sp *otelSpan, failed bool) (string, trace.Value) {
+	errMsg := ""
+	var exception trace.Value
+	for _, e := range sp.Events {
+		if e.Name != "exception" {
+			continue
+		}
+		ea, _ := otelAttrs(e.Attributes)
+		exception = ea.json()
+		if errMsg == "" {
+			errMsg = ea.str("exception.message")
+			if t := ea.str("exception.type"); t != "" && errMsg != "" && !strings.HasPrefix(errMsg, t) {
+				errMsg = t + ": " + errMsg
+			}
+		}
+	}
+	if sp.Status.Message != "" {
+		errMsg = sp.Status.Message
+	}
+	if !failed {
+		return "", exception
+	}
+	if errMsg == "" {
+		errMsg = "span " + sp.Name + " failed"
+	}
+	return errMsg, exception
+}
+
+// otelKind classifies a span by its name and attributes: "model" (a model
+// invocation: "model" or "llm" in the name, or a gen_ai chat operation),
+// "tool" ("tool" in the name), "run" (a name ending in "run" or "agent")
+// or "node" (anything else).
+func otelKind(name string, attrs otelAttrMap) string {
+	lname := strings.ToLower(name)
+	switch {
+	case strings.Contains(lname, "model") || strings.Contains(lname, "llm") || attrs.str("gen_ai.operation.name") == "chat":
+		return "model"
+	case strings.Contains(lname, "tool"):
+		return "tool"
+	case strings.HasSuffix(lname, "run") || strings.HasSuffix(lname, "agent"):
+		return "run"
+	}
+	return "node"
+}
+
+// otelRun emits a root span as a run: run.start (its attributes as Input,
+// tags for the source, service, agent id and model), the span's own call
+// or events, and run.end. A model or tool span at the root gets a run
+// around it: its call record takes a span id derived from the span's, and
+// its events go under the run.
+func (s *source) otelRun(o *otelRead) error {
+	name := firstNonEmpty(o.attrs.str("fragola.agent.name"), o.sp.Name)
+	tags := []string{"source:fragola", "otel.span:" + o.sp.Name}
+	for _, k := range [][2]string{{"service", "service.name"}, {"agent.id", "fragola.agent.id"}, {"model", ""}} {
+		v := o.model
+		if k[1] != "" {
+			v = o.attrs.str(k[1])
+		}
+		if v != "" {
+			tags = append(tags, k[0]+":"+v)
+		}
+	}
+	if err := s.emit(trace.Record{TraceID: o.tid, SpanID: o.sid, Time: o.start, Type: trace.TypeRunStart, Name: name,
+		Input: o.attrs.json(), Tags: tags}); err != nil {
+		return err
+	}
+	callSpan := o.sid
+	if o.kind == "model" || o.kind == "tool" {
+		callSpan = spanIDOf(o.tid, "call", string(o.sid[:]))
+	}
+	if err := s.otelCall(o, callSpan, o.sid, o.sid != callSpan); err != nil {
+		return err
+	}
+	status := trace.TerminationSuccess
+	if o.failed {
+		status = trace.TerminationError
+	}
+	return s.emit(trace.Record{TraceID: o.tid, SpanID: o.sid, Time: o.end, Type: trace.TypeRunEnd, Name: name,
+		Duration: o.d(), Status: string(status), Error: o.errMsg})
+}
+
+// otelNode emits a nested span that is not a call: child.spawn/child.end
+// for a nested run (with its termination status), node.start/node.end for
+// anything else, with the span's events between them.
+func (s *source) otelNode(o *otelRead) error {
+	startType, endType := trace.TypeNodeStart, trace.TypeNodeEnd
+	status := ""
+	if o.kind == "run" {
+		startType, endType = trace.TypeChildSpawn, trace.TypeChildEnd
+		status = string(trace.TerminationSuccess)
+		if o.failed {
+			status = string(trace.TerminationError)
+		}
+	}
+	if err := s.emit(trace.Record{TraceID: o.tid, SpanID: o.sid, ParentID: o.parent, Time: o.start, Type: startType,
+		Name: o.sp.Name, Input: o.attrs.json()}); err != nil {
+		return err
+	}
+	if err := s.otelEvents(o.sp, o.tid, o.sid, false); err != nil {
+		return err
+	}
+	return s.emit(trace.Record{TraceID: o.tid, SpanID: o.sid, ParentID: o.parent, Time: o.end, Type: endType,
+		Name: o.sp.Name, Duration: o.d(), Status: status, Error: o.errMsg})
+}
+
+// otelCall emits the records of span o as span (under parent): a model
+// call or a tool call, with its events, or only the events of a run or
+// node span. eventsUnderParent puts a call's events under parent instead
+// of under the call (a root call span, whose events belong to its run).
+func (s *source) otelCall(o *otelRead, span, parent trace.SpanID, eventsUnderParent bool) error {
 	evParent := span
 	if eventsUnderParent {
 		evParent = parent
 	}
-	switch kind {
+	failed := o.errMsg != ""
+	d := o.d()
+	switch o.kind {
 	case "model":
-		if err := s.otelEvents(sp, tid, evParent, errMsg != ""); err != nil {
+		if err := s.otelEvents(o.sp, o.tid, evParent, failed); err != nil {
 			return err
 		}
-		r := trace.Record{TraceID: tid, SpanID: span, ParentID: parent, Time: start.Add(d), Type: trace.TypeModelCall,
-			Name: firstNonEmpty(model, sp.Name), Duration: d, Input: attrs.json(), Error: errMsg,
-			Status: attrs.str("gen_ai.response.finish_reasons")}
-		r.Usage.Provider = firstNonEmpty(attrs.str("gen_ai.system"), attrs.str("gen_ai.provider.name"))
-		r.Usage.InputTokens = max(attrs.num("gen_ai.usage.input_tokens"), 0)
-		r.Usage.OutputTokens = max(attrs.num("gen_ai.usage.output_tokens"), 0)
-		if errMsg != "" {
-			r.Output = exception
+		r := trace.Record{TraceID: o.tid, SpanID: span, ParentID: parent, Time: o.start.Add(d), Type: trace.TypeModelCall,
+			Name: firstNonEmpty(o.model, o.sp.Name), Duration: d, Input: o.attrs.json(), Error: o.errMsg,
+			Status: o.attrs.str("gen_ai.response.finish_reasons")}
+		r.Usage.Provider = firstNonEmpty(o.attrs.str("gen_ai.system"), o.attrs.str("gen_ai.provider.name"))
+		r.Usage.InputTokens = max(o.attrs.num("gen_ai.usage.input_tokens"), 0)
+		r.Usage.OutputTokens = max(o.attrs.num("gen_ai.usage.output_tokens"), 0)
+		if failed {
+			r.Output = o.exception
 		}
 		return s.emit(r)
 	case "tool":
-		name := firstNonEmpty(attrs.str("gen_ai.tool.name"), attrs.str("fragola.tool.name"), attrs.str("tool.name"), sp.Name)
-		if err := s.emit(trace.Record{TraceID: tid, SpanID: span, ParentID: parent, Time: start, Type: trace.TypeToolStart,
-			Name: name, Input: attrs.json()}); err != nil {
+		name := firstNonEmpty(o.attrs.str("gen_ai.tool.name"), o.attrs.str("fragola.tool.name"), o.attrs.str("tool.name"), o.sp.Name)
+		if err := s.emit(trace.Record{TraceID: o.tid, SpanID: span, ParentID: parent, Time: o.start, Type: trace.TypeToolStart,
+			Name: name, Input: o.attrs.json()}); err != nil {
 			return err
 		}
-		if err := s.otelEvents(sp, tid, evParent, errMsg != ""); err != nil {
+		if err := s.otelEvents(o.sp, o.tid, evParent, failed); err != nil {
 			return err
 		}
-		r := trace.Record{TraceID: tid, SpanID: span, ParentID: parent, Time: start.Add(d), Type: trace.TypeToolEnd, Name: name, Duration: d}
-		if errMsg != "" {
-			r.Type, r.Error, r.Output = trace.TypeToolError, errMsg, exception
+		r := trace.Record{TraceID: o.tid, SpanID: span, ParentID: parent, Time: o.start.Add(d), Type: trace.TypeToolEnd, Name: name, Duration: d}
+		if failed {
+			r.Type, r.Error, r.Output = trace.TypeToolError, o.errMsg, o.exception
 		}
 		return s.emit(r)
 	}
-	return s.otelEvents(sp, tid, span, false)
+	return s.otelEvents(o.sp, o.tid, span, false)
 }
 
 // otelEvents emits a span's events under parent; foldExceptions leaves out

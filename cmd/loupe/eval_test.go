@@ -34,8 +34,8 @@ func TestEvalCommand(t *testing.T) {
 	tmp := t.TempDir()
 	const (
 		staticEval  = "evalrun/testdata/static-trace.eval.yaml"
-		staticTrace = "../shared/testdata/real/agentv/static-trace.json"
-		realAgentV  = "../shared/testdata/real/agentv/"
+		staticTrace = "testdata/real/agentv/static-trace.json"
+		realAgentV  = "testdata/real/agentv/"
 	)
 	tests := []struct {
 		name string

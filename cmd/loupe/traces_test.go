@@ -15,7 +15,7 @@ import (
 	"github.com/loupe-dev/loupe/traceio"
 )
 
-// realFiles are the trace files in ../shared/testdata/real that loupe can import.
+// realFiles are the trace files in testdata/real that loupe can import.
 var realFiles = []string{
 	"agentv/static-trace.json",
 	"agentv/multi-agent.eval.results.jsonl",

@@ -4,6 +4,7 @@
 package fromtrace
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"time"
@@ -46,148 +47,211 @@ const Unfinished = "the call did not finish: no tool.end or tool.error was recor
 //     from the first record to the last when there are two or more.
 //   - Errors: trace.Stats.Errors. EventCount: the number of records.
 func Trajectory(recs []trace.Record) eval.Trajectory {
+	b := builder{open: map[spanKey]*pendingCall{}}
+	for _, i := range seqOrder(recs) {
+		b.add(&recs[i])
+	}
+	t := eval.Trajectory{Messages: b.messages, Calls: b.finishCalls()}
+	t.Output = b.output()
+	if len(t.Messages) == 0 {
+		t.Messages = b.runMessages(t.Output)
+	}
+	st := trace.StatsOf(recs)
+	setModelStats(&t, st)
+	t.Duration = b.duration(len(recs))
+	t.Errors = st.Errors
+	t.EventCount = len(recs)
+	return t
+}
+
+// seqOrder returns the indexes of recs in Seq order, input order breaking
+// ties, so that recs itself is neither sorted nor copied.
+func seqOrder(recs []trace.Record) []int {
 	order := make([]int, len(recs))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case recs[a].Seq < recs[b].Seq:
-			return -1
-		case recs[a].Seq > recs[b].Seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(recs[a].Seq, recs[b].Seq) })
+	return order
+}
 
-	type pending struct {
-		seq  uint64
-		call eval.ToolCall
-		done bool
-	}
-	var (
-		calls     []*pending
-		open      = map[spanKey]*pending{}
-		t         eval.Trajectory
-		runEnd    *trace.Record
-		runStart  *trace.Record
-		lastAsst  string
-		haveAsst  bool
-		lastModel *trace.Record
-		first     time.Time
-		last      time.Time
-	)
-	for _, i := range order {
-		r := &recs[i]
-		if !r.Time.IsZero() {
-			if first.IsZero() || r.Time.Before(first) {
-				first = r.Time
-			}
-			if r.Time.After(last) {
-				last = r.Time
-			}
+// builder gathers what Trajectory needs from the records, which it is
+// given one at a time in Seq order.
+type builder struct {
+	calls       []*pendingCall           // in the order the calls began
+	open        map[spanKey]*pendingCall // calls started and not yet ended, by span
+	messages    []eval.Message           // the message records
+	runStart    *trace.Record            // the first root run.start
+	runEnd      *trace.Record            // the last root run.end
+	lastAsst    string                   // the last assistant message...
+	haveAsst    bool                     // ...if there is one
+	lastModel   *trace.Record            // the last model.call
+	first, last time.Time                // the earliest and latest record times
+}
+
+// pendingCall is a tool call being assembled from its records.
+type pendingCall struct {
+	call eval.ToolCall
+	done bool // a tool.end or tool.error was seen
+}
+
+// add takes the next record in Seq order.
+func (b *builder) add(r *trace.Record) {
+	b.observeTime(r.Time)
+	switch r.Type {
+	case trace.TypeRunStart:
+		if b.runStart == nil && r.Depth == 0 {
+			b.runStart = r
 		}
-		switch r.Type {
-		case trace.TypeRunStart:
-			if runStart == nil && r.Depth == 0 {
-				runStart = r
-			}
-		case trace.TypeRunEnd:
-			if r.Depth == 0 {
-				runEnd = r
-			}
-		case trace.TypeToolStart:
-			p := &pending{seq: r.Seq, call: eval.ToolCall{Name: r.Name}}
-			setInput(&p.call, r.Input)
-			calls = append(calls, p)
-			open[spanKey{r.TraceID, r.SpanID}] = p
-		case trace.TypeToolEnd, trace.TypeToolError:
-			k := spanKey{r.TraceID, r.SpanID}
-			p := open[k]
-			if p == nil || p.done {
-				p = &pending{seq: r.Seq, call: eval.ToolCall{Name: r.Name}}
-				calls = append(calls, p)
-			}
-			delete(open, k)
-			p.done = true
-			if p.call.Name == "" {
-				p.call.Name = r.Name
-			}
-			if len(r.Input) > 0 {
-				setInput(&p.call, r.Input)
-			}
-			if len(r.Output) > 0 {
-				p.call.Output = decode(r.Output)
-			}
-			if r.Duration > 0 {
-				d := r.Duration
-				p.call.Duration = &d
-			}
-			if r.Error != "" {
-				p.call.Err = r.Error
-			} else if r.Type == trace.TypeToolError {
-				p.call.Err = "tool error"
-			}
-		case trace.TypeMessage:
-			content := valueText(r.Output)
-			t.Messages = append(t.Messages, eval.Message{Role: r.Name, Content: content})
-			if r.Name == "assistant" {
-				lastAsst, haveAsst = content, true
-			}
-		case trace.TypeModelCall:
-			lastModel = r
+	case trace.TypeRunEnd:
+		if r.Depth == 0 {
+			b.runEnd = r
 		}
+	case trace.TypeToolStart:
+		b.startCall(r)
+	case trace.TypeToolEnd, trace.TypeToolError:
+		b.endCall(r)
+	case trace.TypeMessage:
+		content := valueText(r.Output)
+		b.messages = append(b.messages, eval.Message{Role: r.Name, Content: content})
+		if r.Name == "assistant" {
+			b.lastAsst, b.haveAsst = content, true
+		}
+	case trace.TypeModelCall:
+		b.lastModel = r
 	}
-	for _, p := range calls {
+}
+
+// observeTime widens the span [first, last] of record times to t; zero
+// times are ignored.
+func (b *builder) observeTime(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if b.first.IsZero() || t.Before(b.first) {
+		b.first = t
+	}
+	if t.After(b.last) {
+		b.last = t
+	}
+}
+
+// startCall begins the call of a tool.start record: its name and input.
+func (b *builder) startCall(r *trace.Record) {
+	p := &pendingCall{call: eval.ToolCall{Name: r.Name}}
+	setInput(&p.call, r.Input)
+	b.calls = append(b.calls, p)
+	b.open[spanKey{r.TraceID, r.SpanID}] = p
+}
+
+// endCall completes the call a tool.end or tool.error record ends: the
+// call open on its span, else a new call that begins here. The end's
+// input, output, duration and error override the start's.
+func (b *builder) endCall(r *trace.Record) {
+	k := spanKey{r.TraceID, r.SpanID}
+	p := b.open[k]
+	if p == nil || p.done {
+		p = &pendingCall{call: eval.ToolCall{Name: r.Name}}
+		b.calls = append(b.calls, p)
+	}
+	delete(b.open, k)
+	p.done = true
+	if p.call.Name == "" {
+		p.call.Name = r.Name
+	}
+	if len(r.Input) > 0 {
+		setInput(&p.call, r.Input)
+	}
+	if len(r.Output) > 0 {
+		p.call.Output = decode(r.Output)
+	}
+	if r.Duration > 0 {
+		d := r.Duration
+		p.call.Duration = &d
+	}
+	if r.Error != "" {
+		p.call.Err = r.Error
+	} else if r.Type == trace.TypeToolError {
+		p.call.Err = "tool error"
+	}
+}
+
+// finishCalls returns the calls in the order they began; a call that never
+// ended gets the error Unfinished.
+func (b *builder) finishCalls() []eval.ToolCall {
+	var calls []eval.ToolCall
+	for _, p := range b.calls {
 		if !p.done {
 			p.call.Err = Unfinished
 		}
-		t.Calls = append(t.Calls, p.call)
+		calls = append(calls, p.call)
 	}
+	return calls
+}
 
+// output is the run's final output: the root run.end's, else the last
+// assistant message, else the last model call's output.
+func (b *builder) output() string {
 	switch {
-	case runEnd != nil && len(runEnd.Output) > 0:
-		t.Output = valueText(runEnd.Output)
-	case haveAsst:
-		t.Output = lastAsst
-	case lastModel != nil && len(lastModel.Output) > 0:
-		t.Output = valueText(lastModel.Output)
+	case b.runEnd != nil && len(b.runEnd.Output) > 0:
+		return valueText(b.runEnd.Output)
+	case b.haveAsst:
+		return b.lastAsst
+	case b.lastModel != nil && len(b.lastModel.Output) > 0:
+		return valueText(b.lastModel.Output)
 	}
-	if len(t.Messages) == 0 {
-		if runStart != nil && len(runStart.Input) > 0 {
-			t.Messages = append(t.Messages, eval.Message{Role: "user", Content: valueText(runStart.Input)})
-		}
-		if t.Output != "" {
-			t.Messages = append(t.Messages, eval.Message{Role: "assistant", Content: t.Output})
-		}
-	}
+	return ""
+}
 
-	st := trace.StatsOf(recs)
-	if st.ModelCalls > 0 {
-		t.Usage = &eval.Usage{
-			Input:     st.InputTokens,
-			Output:    st.OutputTokens,
-			Cached:    st.CachedTokens,
-			Reasoning: st.ReasoningTokens,
-		}
-		n := st.ModelCalls
-		t.LLMCalls = &n
-		if st.CostUSD > 0 {
-			c := st.CostUSD
-			t.CostUSD = &c
-		}
+// runMessages stands in for a run without message records: the root run's
+// input as a user turn and output as an assistant turn, each when there
+// is one.
+func (b *builder) runMessages(output string) []eval.Message {
+	var msgs []eval.Message
+	if b.runStart != nil && len(b.runStart.Input) > 0 {
+		msgs = append(msgs, eval.Message{Role: "user", Content: valueText(b.runStart.Input)})
 	}
+	if output != "" {
+		msgs = append(msgs, eval.Message{Role: "assistant", Content: output})
+	}
+	return msgs
+}
+
+// setModelStats sets Usage, LLMCalls and CostUSD from st when the records
+// hold at least one model call; otherwise they stay unknown (nil), not
+// zero. CostUSD is set only when some call reported a cost.
+func setModelStats(t *eval.Trajectory, st trace.Stats) {
+	if st.ModelCalls == 0 {
+		return
+	}
+	t.Usage = &eval.Usage{
+		Input:     st.InputTokens,
+		Output:    st.OutputTokens,
+		Cached:    st.CachedTokens,
+		Reasoning: st.ReasoningTokens,
+	}
+	n := st.ModelCalls
+	t.LLMCalls = &n
+	if st.CostUSD > 0 {
+		c := st.CostUSD
+		t.CostUSD = &c
+	}
+}
+
+// duration is the root run.end's duration; without a run.end, the span
+// from the first record time to the last when there are n ≥ 2 records
+// with a time; nil otherwise.
+func (b *builder) duration(n int) *time.Duration {
+	var d time.Duration
 	switch {
-	case runEnd != nil:
-		d := runEnd.Duration
-		t.Duration = &d
-	case len(recs) > 1 && !first.IsZero():
-		d := last.Sub(first)
-		t.Duration = &d
+	case b.runEnd != nil:
+		d = b.runEnd.Duration
+	case n > 1 && !b.first.IsZero():
+		d = b.last.Sub(b.first)
+	default:
+		return nil
 	}
-	t.Errors = st.Errors
-	t.EventCount = len(recs)
-	return t
+	return &d
 }
 
 type spanKey struct {

@@ -1,5 +1,6 @@
-// Package testrepo finds the repository root and the shared real input
-// files beside it (../shared/testdata/real), for tests in any package.
+// Package testrepo finds the repository root and the real input files kept
+// in it (testdata/real, see testdata/real/README.md), for tests in any
+// package.
 package testrepo
 
 import (
@@ -35,10 +36,11 @@ func Chdir(t testing.TB) {
 	t.Chdir(Root(t))
 }
 
-// Real returns the path of the shared real input rel (slash-separated, e.g.
-// "agentv/static-trace.json"), or of the directory itself when rel is "".
-// The CI machine always has ../shared beside the repository.
+// Real returns the path of the real input rel (slash-separated, e.g.
+// "agentv/static-trace.json") under the repository's testdata/real, or of
+// that directory itself when rel is "". The files are part of the
+// repository, so a plain clone has them.
 func Real(t testing.TB, rel string) string {
 	t.Helper()
-	return filepath.Join(Root(t), "..", "shared", "testdata", "real", filepath.FromSlash(rel))
+	return filepath.Join(Root(t), "testdata", "real", filepath.FromSlash(rel))
 }

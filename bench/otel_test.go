@@ -1,4 +1,4 @@
-package jsonl_test
+package bench_test
 
 import (
 	"context"
