@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -678,5 +679,33 @@ func TestDeepOTLPBody(t *testing.T) {
 	}
 	if code, _, _ := e.do("GET", "/healthz", "", nil); code != 200 {
 		t.Errorf("healthz: %d", code)
+	}
+}
+
+// TestHTTPServerLimits: the http.Server loupe serve runs has header and
+// idle timeouts and a header size bound, and no write timeout (streams).
+func TestHTTPServerLimits(t *testing.T) {
+	hs := NewHTTPServer("127.0.0.1:0", http.NotFoundHandler())
+	if hs.ReadHeaderTimeout <= 0 || hs.IdleTimeout <= 0 || hs.ReadTimeout <= 0 || hs.MaxHeaderBytes <= 0 || hs.WriteTimeout != 0 {
+		t.Errorf("limits: header %v idle %v read %v maxheader %d write %v", hs.ReadHeaderTimeout, hs.IdleTimeout, hs.ReadTimeout, hs.MaxHeaderBytes, hs.WriteTimeout)
+	}
+	// A client that never finishes its headers is cut off.
+	hs.ReadHeaderTimeout = 100 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(ln)
+	defer hs.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n")) // no blank line: headers never end
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(c)
+	if err != nil || !strings.Contains(string(b), "408") && len(b) != 0 {
+		t.Errorf("slow headers: %q %v", b, err)
 	}
 }
