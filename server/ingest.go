@@ -152,6 +152,8 @@ type DecodeError struct {
 	Err   error
 }
 
+// Error says which record is bad, where and why, and that nothing was
+// stored.
 func (e *DecodeError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "record %d", e.Index)
@@ -164,6 +166,7 @@ func (e *DecodeError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the decoding error (often a *trace.FieldError).
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // DecodeRecords decodes a /v1/records body: one JSON array of records, or

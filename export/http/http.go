@@ -84,6 +84,7 @@ type DropError struct {
 // Total returns the number of records dropped.
 func (e *DropError) Total() int64 { return e.BufferFull + e.Rejected + e.Unsent + e.Closed }
 
+// Error says how many records were dropped, for which reasons.
 func (e *DropError) Error() string {
 	var parts []string
 	for _, p := range []struct {
