@@ -17,7 +17,10 @@ import (
 )
 
 func newServeCmd() *cobra.Command {
-	var addr string
+	var (
+		addr        string
+		requireKeys bool
+	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the collector: ingest (Loupe records, OTLP/HTTP), the JSON API and live streams",
@@ -33,14 +36,14 @@ after the requests in flight are committed and answered.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return withStore(cmd, func(_ context.Context, st store.Store) error {
-				requireKeys := !server.IsLoopback(addr)
+				requireKeys := requireKeys || !server.IsLoopback(addr)
 				if requireKeys {
 					keys, err := server.Keys(ctx, st)
 					if err != nil {
 						return fmt.Errorf("listening on %s needs API keys: %w", addr, err)
 					}
 					if len(keys) == 0 {
-						return fmt.Errorf("listening on %s (not loopback) requires API keys, and the store has none: create one with loupe keys create --scope ingest (and --scope read)", addr)
+						return fmt.Errorf("serving on %s requires API keys (off loopback, or --require-keys), and the store has none: create one with loupe keys create --scope ingest (and --scope read)", addr)
 					}
 				}
 				srv, err := server.New(server.Options{
@@ -62,6 +65,7 @@ after the requests in flight are committed and answered.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
+	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
 	return cmd
 }
 

@@ -134,6 +134,9 @@ func TestServeNeedsKeysOffLoopback(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "requires API keys") {
 		t.Fatalf("serve on 0.0.0.0 without keys: %v", err)
 	}
+	if _, _, err := run(t, db, "serve", "--addr", "127.0.0.1:0", "--require-keys"); err == nil || !strings.Contains(err.Error(), "requires API keys") {
+		t.Fatalf("serve --require-keys without keys: %v", err)
+	}
 	out := mustRun(t, db, "keys", "create", "--scope", "ingest", "--name", "ci")
 	if !strings.HasPrefix(out, "lk_") {
 		t.Fatalf("keys create printed %q", out)
