@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -401,4 +402,69 @@ func TestBufferBytes(t *testing.T) {
 		t.Errorf("after sending: dropped %+v", d)
 	}
 	sink.Shutdown(context.Background())
+}
+
+// TestCollectorDown30s is the fault scenario at full length: 20
+// agents record a tool call every 5 ms for 40 s while the collector is
+// down from 5 s to 35 s. Every record within the buffers arrives; the agent
+// with a small buffer counts exactly what it dropped. It takes 40 s, so it
+// runs only with LOUPE_LONG_FAULTS=1 (see BENCHMARKS.md).
+func TestCollectorDown30s(t *testing.T) {
+	if os.Getenv("LOUPE_LONG_FAULTS") == "" {
+		t.Skip("a 40-second fault test; run with LOUPE_LONG_FAULTS=1")
+	}
+	c := newCollector(t)
+	const agents = 20
+	sinks := make([]*Sink, agents)
+	ids := make([]trace.TraceID, agents)
+	counts := make([]int, agents)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := range agents {
+		buffer := 100000
+		if i == 0 {
+			buffer = 1000
+		}
+		sinks[i], _ = New(Options{URL: c.url(), BufferSize: buffer, MaxBackoff: 2 * time.Second})
+		tr := trace.New(trace.Options{Sinks: []trace.Sink{sinks[i]}, Dispatch: trace.DispatchOptions{OnFull: trace.Block}})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, run := tr.Start(context.Background(), fmt.Sprintf("agent-%d", i), trace.RunOptions{})
+			ids[i] = run.TraceID()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					run.End()
+					tr.Flush(context.Background())
+					counts[i] = 2*k + 2
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				trace.Tool(ctx, "step", k, func(context.Context) (int, error) { return k, nil })
+			}
+		}()
+	}
+	time.Sleep(5 * time.Second)
+	c.down()
+	time.Sleep(30 * time.Second)
+	c.up()
+	time.Sleep(5 * time.Second)
+	close(stop)
+	wg.Wait()
+	for i, s := range sinks {
+		err := s.Shutdown(ctxTimeout(t, 60*time.Second))
+		n := c.count(ids[i])
+		d := s.Dropped()
+		t.Logf("agent %d: %d records made, %d stored, dropped %+v", i, counts[i], n, d)
+		if int64(n)+d.Total() != int64(counts[i]) || d.Total() != d.BufferFull {
+			t.Errorf("agent %d: %d stored + %d dropped != %d made (%v)", i, n, d.Total(), counts[i], err)
+		}
+		if i > 0 && d.Total() != 0 {
+			t.Errorf("agent %d lost records within its buffer: %v", i, err)
+		}
+		if i == 0 && d.BufferFull == 0 {
+			t.Error("agent 0's small buffer dropped nothing: the collector was not down long enough")
+		}
+	}
 }
