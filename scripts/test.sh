@@ -22,6 +22,10 @@ if [ -f scripts/services.sh ]; then
   source scripts/services.sh
 fi
 
+# The OpenTelemetry JS SDK, a real OTLP client for the collector's tests.
+step "otel-js"
+./scripts/otel-js.sh
+
 step "gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then

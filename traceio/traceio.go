@@ -53,10 +53,14 @@ const (
 	// FormatFragola is OpenTelemetry spans as JSON lines, as Fragola's
 	// file exporter writes them (traceId, spanId, startTime [s, ns], …).
 	FormatFragola Format = "fragola"
+	// FormatOTLP is OTLP/JSON: {"resourceSpans": …} documents, one or
+	// several (one a line, as the OTel Collector's file exporter writes
+	// them), mapped by package otlp (GenAI and OpenInference conventions).
+	FormatOTLP Format = "otlp"
 )
 
 // Formats lists the concrete formats, in the order Detect prefers them.
-var Formats = []Format{FormatLoupe, FormatAgentV, FormatAgentVResults, FormatOmni, FormatFragola}
+var Formats = []Format{FormatLoupe, FormatAgentV, FormatAgentVResults, FormatOmni, FormatFragola, FormatOTLP}
 
 // ParseFormat returns the Format named s ("auto" included), or an error
 // listing the known names.
@@ -153,6 +157,8 @@ func Read(r io.Reader, name string, f Format) iter.Seq2[trace.Record, error] {
 			parse = readOmni
 		case FormatFragola:
 			parse = readFragola
+		case FormatOTLP:
+			parse = readOTLP
 		default:
 			_, err := ParseFormat(string(f))
 			yield(trace.Record{}, &Error{File: name, Err: err})
@@ -216,7 +222,7 @@ func OpenFile(path string, f Format) (*os.File, Format, error) {
 // Detect tells the format of a trace file from its first bytes (the first
 // 64 KiB are plenty). It looks at the top-level keys of the first JSON
 // object: "v"+"trace_id" is Loupe, "traceId"/"spanId" is OpenTelemetry
-// (Fragola), "steps"/"root_step_id"/"memory_pool" is omni, "test_id" is an
+// (Fragola), "resourceSpans" is OTLP/JSON, "steps"/"root_step_id"/"memory_pool" is omni, "test_id" is an
 // AgentV result row, and "trace" is an AgentV trace file.
 func Detect(head []byte) (Format, error) {
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
@@ -236,6 +242,8 @@ func Detect(head []byte) (Format, error) {
 		return FormatLoupe, nil
 	case has("traceId") || has("spanId"):
 		return FormatFragola, nil
+	case has("resourceSpans"):
+		return FormatOTLP, nil
 	case has("steps") || has("root_step_id") || has("memory_pool"):
 		return FormatOmni, nil
 	case has("test_id") || has("testId") || has("eval_id"):
@@ -246,7 +254,7 @@ func Detect(head []byte) (Format, error) {
 	if len(keys) > 8 {
 		keys = append(keys[:8], "…")
 	}
-	return "", fmt.Errorf("unknown trace format: top-level keys are %s; pass the format explicitly (loupe, agentv, agentv-results, omni, fragola)", strings.Join(keys, ", "))
+	return "", fmt.Errorf("unknown trace format: top-level keys are %s; pass the format explicitly (loupe, agentv, agentv-results, omni, fragola, otlp)", strings.Join(keys, ", "))
 }
 
 // topKeys returns the top-level keys of the first JSON object in b, as far

@@ -277,13 +277,13 @@ func TestDetect(t *testing.T) {
 }
 
 func TestParseFormat(t *testing.T) {
-	for _, s := range []string{"auto", "", "loupe", "AgentV", "agentv-results", "omni", "fragola"} {
+	for _, s := range []string{"auto", "", "loupe", "AgentV", "agentv-results", "omni", "fragola", "otlp"} {
 		if _, err := ParseFormat(s); err != nil {
 			t.Errorf("ParseFormat(%q): %v", s, err)
 		}
 	}
-	if _, err := ParseFormat("otlp"); err == nil || !strings.Contains(err.Error(), "known: auto, loupe") {
-		t.Errorf("ParseFormat(otlp) = %v", err)
+	if _, err := ParseFormat("jaeger"); err == nil || !strings.Contains(err.Error(), "known: auto, loupe") {
+		t.Errorf("ParseFormat(jaeger) = %v", err)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/export/console"
+	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
@@ -153,8 +154,27 @@ func Show(w io.Writer, t *store.Trace, o ShowOptions) error {
 			fmt.Fprintf(bw, "error: %s\n", oneLine(r.Error, 500))
 		}
 	}
-	if err := console.Tree(bw, t.Records, console.Options{IO: o.IO, MaxIO: o.MaxIO}); err != nil {
+	// The otel.span records that keep received OpenTelemetry spans whole
+	// are for export, not for reading: the tree leaves them out.
+	recs, kept := t.Records, 0
+	for i := range t.Records {
+		if r := &t.Records[i]; r.Type == trace.TypeCustom && r.Name == otlp.SpanRecordName {
+			kept++
+		}
+	}
+	if kept > 0 {
+		recs = make([]trace.Record, 0, len(t.Records)-kept)
+		for _, r := range t.Records {
+			if r.Type != trace.TypeCustom || r.Name != otlp.SpanRecordName {
+				recs = append(recs, r)
+			}
+		}
+	}
+	if err := console.Tree(bw, recs, console.Options{IO: o.IO, MaxIO: o.MaxIO}); err != nil {
 		return err
+	}
+	if kept > 0 {
+		fmt.Fprintf(bw, "(%d OpenTelemetry spans kept whole in %s records; --json shows them)\n", kept, otlp.SpanRecordName)
 	}
 	writeMemory(bw, t)
 	return bw.Flush()

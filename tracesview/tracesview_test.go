@@ -1,10 +1,14 @@
 package tracesview
 
 import (
+	"bytes"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/store"
 )
 
@@ -42,5 +46,27 @@ func TestCriteriaQuery(t *testing.T) {
 	}
 	if _, err := (Criteria{Since: "yesterday-ish"}).Filter(now); err == nil {
 		t.Error("bad --since accepted")
+	}
+}
+
+// TestShowHidesOTelSpanRecords: the otel.span records of an OTLP trace are
+// left out of the tree and counted in a note.
+func TestShowHidesOTelSpanRecords(t *testing.T) {
+	b, err := os.ReadFile("../otlp/testdata/genai.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, err := otlp.DecodeJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := otlp.Map(td, nil).Records
+	var out bytes.Buffer
+	if err := Show(&out, store.NewTrace(store.Summary{ID: recs[0].TraceID, Name: "support"}, recs), ShowOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "custom otel.span") || !strings.Contains(out.String(), "(5 OpenTelemetry spans kept whole") ||
+		!strings.Contains(out.String(), "tool lookup_order") {
+		t.Errorf("show:\n%s", out.String())
 	}
 }

@@ -56,6 +56,8 @@ func newRootCmd() *cobra.Command {
 		newEvalCmd(),
 		newDemoCmd(),
 		newTracesCmd(),
+		newServeCmd(),
+		newKeysCmd(),
 	)
 	return root
 }

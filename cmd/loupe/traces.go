@@ -352,7 +352,7 @@ func newTracesImportCmd() *cobra.Command {
 		Use:   "import FILE...",
 		Short: "Import trace files (Loupe JSONL, AgentV, omni, Fragola OpenTelemetry)",
 		Long: `Import trace files into the store. --format auto (the default) tells the
-format from the content; loupe, agentv, agentv-results, omni and fragola pick
+format from the content; loupe, agentv, agentv-results, omni, fragola and otlp pick
 one. Importing a file twice stores its records once. A bad file is reported
 with its file:line and field; the records before the problem are kept, the
 other files are imported, and the command exits non-zero.`,
@@ -367,7 +367,7 @@ other files are imported, and the command exits non-zero.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "auto", "auto, loupe, agentv, agentv-results, omni or fragola")
+	cmd.Flags().StringVar(&format, "format", "auto", "auto, loupe, agentv, agentv-results, omni, fragola or otlp")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loupe-dev/loupe/server"
+	"github.com/loupe-dev/loupe/store"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		addr        string
+		requireKeys bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the collector: ingest (Loupe records, OTLP/HTTP), the JSON API and live streams",
+		Long: `Run the collector on one port: POST /v1/records (Loupe records), POST
+/v1/traces (OTLP/HTTP, protobuf or JSON: point any OpenTelemetry SDK at
+http://127.0.0.1:4318), the JSON API under /api/v1 (its OpenAPI document at
+/api/v1/openapi.json) and live streams. It stores into the same store as the
+other commands (--db / LOUPE_DB). It listens on loopback by default; any other
+address requires API keys (loupe keys create). SIGINT or SIGTERM stops it
+after the requests in flight are committed and answered.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return withStore(cmd, func(_ context.Context, st store.Store) error {
+				requireKeys := requireKeys || !server.IsLoopback(addr)
+				if requireKeys {
+					keys, err := server.Keys(ctx, st)
+					if err != nil {
+						return fmt.Errorf("listening on %s needs API keys: %w", addr, err)
+					}
+					if len(keys) == 0 {
+						return fmt.Errorf("serving on %s requires API keys (off loopback, or --require-keys), and the store has none: create one with loupe keys create --scope ingest (and --scope read)", addr)
+					}
+				}
+				srv, err := server.New(server.Options{
+					Store:       st,
+					RequireKeys: requireKeys,
+					// Redact: the hook for package redact's default redaction at ingest.
+				})
+				if err != nil {
+					return err
+				}
+				return server.Serve(ctx, addr, srv, func(a net.Addr) {
+					auth := "no API keys (loopback)"
+					if requireKeys {
+						auth = "API keys required"
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: listening on http://%s, %s, store %s\n", a, auth, store.Redact(dbDSN(cmd)))
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
+	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
+	return cmd
+}
+
+func newKeysCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "Create, list and revoke the collector's API keys (kept hashed in the store)",
+	}
+	var scope, name string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an API key and print it (it is shown once)",
+		Long: `Create an API key for loupe serve and print it; only its SHA-256 is stored.
+Scopes: ingest (POST /v1/records and /v1/traces only), read (the API and
+streams only), admin (everything, deleting traces included). Send it as
+Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <key>".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sc, err := server.ParseScope(scope)
+			if err != nil {
+				return err
+			}
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				tok, k, err := server.CreateKey(ctx, st, sc, name, time.Now())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), tok)
+				fmt.Fprintf(cmd.ErrOrStderr(), "created %s key %s; it is not shown again\n", k.Scope, k.ID)
+				return nil
+			})
+		},
+	}
+	create.Flags().StringVar(&scope, "scope", "", "ingest, read or admin (required)")
+	create.Flags().StringVar(&name, "name", "", "a label to recognize the key by")
+	_ = create.MarkFlagRequired("scope")
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List API keys (ids, scopes, names; never the keys)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				keys, err := server.Keys(ctx, st)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSCOPE\tCREATED\tNAME")
+				for _, k := range keys {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Scope, k.Created.Format(time.RFC3339), k.Name)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke ID...",
+		Short: "Revoke API keys by id (every server sharing the store refuses them at once)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				for _, id := range args {
+					if err := server.RevokeKey(ctx, st, id); err != nil {
+						return err
+					}
+					fmt.Fprintln(cmd.ErrOrStderr(), "revoked", id)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(create, ls, revoke)
+	return cmd
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/loupe-dev/loupe/server"
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// serveRecords returns the NDJSON of a small run in trace id.
+func serveRecords(id byte, n int) ([]byte, trace.TraceID) {
+	tid := trace.TraceID{id, 0xee}
+	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	var b []byte
+	for i := 1; i <= n; i++ {
+		r := trace.Record{V: 1, TraceID: tid, SpanID: trace.SpanID{id, byte(i)}, ParentID: trace.SpanID{id, 0xff}, Seq: uint64(i) + 1,
+			Time: t0.Add(time.Duration(i) * time.Millisecond), Type: trace.TypeToolEnd, Name: "t", Output: trace.Value(`"ok"`)}
+		if i == 1 {
+			r.Type, r.SpanID, r.ParentID, r.Seq, r.Name = trace.TypeRunStart, trace.SpanID{id, 0xff}, trace.SpanID{}, 1, "served"
+		}
+		b = append(r.AppendJSON(b), '\n')
+	}
+	return b, tid
+}
+
+func post(t *testing.T, url, key string, body []byte) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/v1/records", bytes.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeProcess runs `loupe serve` in a child process, ingests, sends
+// SIGTERM and checks that it exits 0 with everything acknowledged stored.
+func TestServeProcess(t *testing.T) {
+	if args := os.Getenv("LOUPE_SERVE_CHILD"); args != "" {
+		root := newRootCmd()
+		root.SetArgs(strings.Split(args, "\x1f"))
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "loupe:", err)
+			os.Exit(exitCode(err))
+		}
+		os.Exit(0)
+	}
+	db := filepath.Join(t.TempDir(), "serve.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeProcess$")
+	cmd.Env = append(os.Environ(), "LOUPE_SERVE_CHILD="+strings.Join([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, "\x1f"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	var url string
+	for sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			url, _, _ = strings.Cut(rest, ",")
+			break
+		}
+	}
+	if url == "" {
+		t.Fatal("the server did not say where it listens")
+	}
+	go io.Copy(io.Discard, stderr)
+	var wg sync.WaitGroup
+	for i := byte(1); i <= 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, _ := serveRecords(i, 200)
+			if code, msg := post(t, url, "", body); code != 200 {
+				t.Errorf("post: %d %s", code, msg)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("loupe serve after SIGTERM: %v (want exit 0)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("loupe serve did not stop after SIGTERM")
+	}
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := byte(1); i <= 8; i++ {
+		_, id := serveRecords(i, 200)
+		tr, err := st.Trace(context.Background(), id)
+		if err != nil || len(tr.Records) != 200 {
+			t.Errorf("trace %d after shutdown: %v", i, err)
+		}
+	}
+}
+
+func TestServeNeedsKeysOffLoopback(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "k.db")
+	_, _, err := run(t, db, "serve", "--addr", "0.0.0.0:0")
+	if err == nil || !strings.Contains(err.Error(), "requires API keys") {
+		t.Fatalf("serve on 0.0.0.0 without keys: %v", err)
+	}
+	if _, _, err := run(t, db, "serve", "--addr", "127.0.0.1:0", "--require-keys"); err == nil || !strings.Contains(err.Error(), "requires API keys") {
+		t.Fatalf("serve --require-keys without keys: %v", err)
+	}
+	out := mustRun(t, db, "keys", "create", "--scope", "ingest", "--name", "ci")
+	if !strings.HasPrefix(out, "lk_") {
+		t.Fatalf("keys create printed %q", out)
+	}
+	ls := mustRun(t, db, "keys", "ls")
+	if !strings.Contains(ls, "ingest") || !strings.Contains(ls, "ci") || strings.Contains(ls, strings.TrimSpace(out)) {
+		t.Errorf("keys ls:\n%s", ls)
+	}
+	mustRun(t, db, "keys", "revoke", strings.TrimSpace(out))
+	if ls := mustRun(t, db, "keys", "ls"); strings.Contains(ls, "ingest") {
+		t.Errorf("after revoke:\n%s", ls)
+	}
+	if _, _, err := run(t, db, "keys", "create", "--scope", "root"); err == nil {
+		t.Error("scope root accepted")
+	}
+}
+
+// TestTwoServersOnePostgres: two collectors share one PostgreSQL store and
+// ingest at once, including records of the same traces; keys created once
+// work on both, and a revocation reaches both.
+func TestTwoServersOnePostgres(t *testing.T) {
+	dsn := os.Getenv("LOUPE_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI is set but LOUPE_TEST_POSTGRES is not: scripts/services.sh should have started PostgreSQL")
+		}
+		t.Skip("LOUPE_TEST_POSTGRES is not set (scripts/test.sh sets it)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var urls []string
+	var stores []store.Store
+	var wg sync.WaitGroup
+	for range 2 {
+		st, err := store.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, st)
+		srv, err := server.New(server.Options{Store: st, RequireKeys: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := make(chan string, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := server.Serve(ctx, "127.0.0.1:0", srv, func(a net.Addr) { ready <- "http://" + a.String() }); err != nil {
+				t.Error(err)
+			}
+		}()
+		urls = append(urls, <-ready)
+	}
+	defer func() {
+		cancel()
+		wg.Wait()
+		for _, st := range stores {
+			st.Close()
+		}
+	}()
+	key, _, err := server.CreateKey(ctx, stores[0], server.ScopeAdmin, "two-servers", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := byte(time.Now().UnixNano()%200) + 20 // fresh trace ids in a shared database
+	var pw sync.WaitGroup
+	for i := range byte(6) {
+		body, _ := serveRecords(base+i, 300)
+		for s := range 2 { // every trace goes to both servers, in halves that overlap
+			lines := bytes.SplitAfter(body, []byte("\n"))
+			part := bytes.Join(lines[s*100:s*100+200], nil)
+			pw.Add(1)
+			go func() {
+				defer pw.Done()
+				if code, msg := post(t, urls[s], key, part); code != 200 {
+					t.Errorf("server %d: %d %s", s, code, msg)
+				}
+			}()
+		}
+	}
+	pw.Wait()
+	for i := range byte(6) {
+		_, id := serveRecords(base+i, 300)
+		req, _ := http.NewRequest("GET", urls[1]+"/api/v1/traces/"+id.String(), nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr server.TraceJSON
+		err = json.NewDecoder(resp.Body).Decode(&tr)
+		resp.Body.Close()
+		if err != nil || len(tr.Records) != 300 || tr.Summary.Name != "served" {
+			t.Errorf("trace %s: %v, %d records", id, err, len(tr.Records))
+		}
+		req, _ = http.NewRequest("DELETE", urls[0]+"/api/v1/traces/"+id.String(), nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	if err := server.RevokeKey(ctx, stores[1], key); err != nil {
+		t.Fatal(err)
+	}
+	for s, u := range urls {
+		body, _ := serveRecords(base, 2)
+		if code, _ := post(t, u, key, body); code != 401 {
+			t.Errorf("server %d accepts a revoked key: %d", s, code)
+		}
+	}
+}
+
+// startServeChild starts `loupe serve` on db in a child process and
+// returns it with its URL.
+func startServeChild(t *testing.T, db string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeProcess$")
+	cmd.Env = append(os.Environ(), "LOUPE_SERVE_CHILD="+strings.Join([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, "\x1f"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			url, _, _ := strings.Cut(rest, ",")
+			go io.Copy(io.Discard, stderr)
+			return cmd, url
+		}
+	}
+	t.Fatal("the server did not say where it listens")
+	return nil, ""
+}
+
+// TestServeKill9 kills the collector with SIGKILL under load: every batch
+// it had acknowledged is in the store afterwards.
+func TestServeKill9(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "kill.db")
+	cmd, url := startServeChild(t, db)
+	var mu sync.Mutex
+	var acked []trace.TraceID
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	client := &http.Client{Timeout: 10 * time.Second}
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tid := trace.TraceID{0x4b, byte(w), byte(i >> 8), byte(i)}
+				var body []byte
+				for s := 1; s <= 50; s++ {
+					r := trace.Record{V: 1, TraceID: tid, SpanID: trace.SpanID{1, byte(s)}, Seq: uint64(s), Time: time.Now().UTC(), Type: trace.TypeCustom, Name: "load"}
+					body = append(r.AppendJSON(body), '\n')
+				}
+				resp, err := client.Post(url+"/v1/records", "application/x-ndjson", bytes.NewReader(body))
+				if err != nil {
+					return // the server is gone
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					mu.Lock()
+					acked = append(acked, tid)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for { // let some batches through, then kill
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 40 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	cmd.Wait()
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range acked {
+		tr, err := st.Trace(context.Background(), id)
+		if err != nil || len(tr.Records) != 50 {
+			t.Errorf("acknowledged trace %s after kill -9: %v", id, err)
+		}
+	}
+	t.Logf("%d acknowledged batches checked", len(acked))
+}

@@ -1,0 +1,303 @@
+package server
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/loupe-dev/loupe/evalrun"
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
+	"github.com/loupe-dev/loupe/tracesview"
+)
+
+// The JSON API. Filters are the flags of `loupe traces ls` (built with
+// tracesview.Criteria, so both read them alike) and search takes the
+// query language of `loupe traces search` (store.ParseQuery).
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// criteria reads the trace filters of a request's query string.
+func criteria(q url.Values) (tracesview.Criteria, error) {
+	c := tracesview.Criteria{
+		Name: q.Get("name"), Status: q.Get("status"), Since: q.Get("since"), Until: q.Get("until"),
+		Model: q.Get("model"), Tool: q.Get("tool"), Tags: q["tag"], Types: q["type"],
+	}
+	if v := q.Get("errors"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("errors=%s: want true or false", v)
+		}
+		c.Errors = b
+	}
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{{"min_duration", &c.MinDuration}, {"max_duration", &c.MaxDuration}} {
+		if v := q.Get(d.key); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < 0 {
+				return c, fmt.Errorf("%s=%s: want a duration such as 1.5s or 10m", d.key, v)
+			}
+			*d.dst = x
+		}
+	}
+	return c, nil
+}
+
+func pageArgs(q url.Values) (limit int, cursor string, err error) {
+	if v := q.Get("limit"); v != "" {
+		limit, err = strconv.Atoi(v)
+		if err != nil || limit < 1 || limit > store.MaxLimit {
+			return 0, "", fmt.Errorf("limit=%s: want 1 to %d", v, store.MaxLimit)
+		}
+	}
+	return limit, q.Get("cursor"), nil
+}
+
+// listTraces is GET /api/v1/traces: summaries, newest first, one page at
+// a time (next is the cursor of the following page).
+func (s *Server) listTraces(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	c, err := criteria(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if len(c.Types) > 0 {
+		writeError(w, http.StatusBadRequest, "type= is a search filter; use /api/v1/search?q=type:…")
+		return
+	}
+	f, err := c.Filter(time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if p := q.Get("id_prefix"); p != "" {
+		if _, _, err := store.PrefixRange(p); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		f.IDPrefix = p
+	}
+	limit, cursor, err := pageArgs(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, err := s.o.Store.List(r.Context(), store.ListQuery{Filter: f, Limit: limit, Cursor: cursor})
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if page.Traces == nil {
+		page.Traces = []store.Summary{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// queryError answers a failed query: a bad cursor or filter is the
+// client's fault (400), anything else the store's (503).
+func (s *Server) queryError(w http.ResponseWriter, r *http.Request, err error) {
+	if msg := err.Error(); strings.Contains(msg, "cursor") || strings.Contains(msg, "query") {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	s.storeError(w, r, err)
+}
+
+// search is GET /api/v1/search?q=…: records matching the query, as
+// `loupe traces search` finds them.
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	query, err := store.ParseQuery(q.Get("q"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	query.Limit, query.Cursor, err = pageArgs(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, err := s.o.Store.Search(r.Context(), query)
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if page.Hits == nil {
+		page.Hits = []store.Hit{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// TraceJSON is one trace as GET /api/v1/traces/{id} returns it: what
+// `loupe traces show --json` prints.
+type TraceJSON struct {
+	tracesview.TraceJSON
+	Evaluations []evalrun.StoredResult `json:"evaluations"`
+}
+
+// resolve reads the {id} of a path: a full trace id, or a unique prefix of
+// at least 4 hex digits (tracesview.Resolve).
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) (trace.TraceID, bool) {
+	id, err := tracesview.Resolve(r.Context(), s.o.Store, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			writeError(w, http.StatusNotFound, err.Error())
+		} else if strings.Contains(err.Error(), "trace id") {
+			writeError(w, http.StatusBadRequest, err.Error())
+		} else {
+			s.storeError(w, r, err)
+		}
+		return id, false
+	}
+	return id, true
+}
+
+// getTrace is GET /api/v1/traces/{id}.
+func (s *Server) getTrace(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.resolve(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.o.Store.Trace(r.Context(), id)
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	evals, err := evalrun.ResultsFor(r.Context(), s.o.Store, id)
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	if evals == nil {
+		evals = []evalrun.StoredResult{}
+	}
+	if t.Records == nil {
+		t.Records = []trace.Record{}
+	}
+	if t.Spans == nil {
+		t.Spans = []*store.Span{}
+	}
+	writeJSON(w, http.StatusOK, TraceJSON{tracesview.TraceJSON{Summary: t.Summary, Stats: t.Stats, Memory: t.Memory, Spans: t.Spans, Records: t.Records}, evals})
+}
+
+// deleteTrace is DELETE /api/v1/traces/{id} (full id only: deleting by
+// prefix is too easy to get wrong).
+func (s *Server) deleteTrace(w http.ResponseWriter, r *http.Request) {
+	id, err := trace.ParseTraceID(r.PathValue("id"))
+	if err != nil || id.IsZero() {
+		writeError(w, http.StatusBadRequest, "trace id: want the full id, 32 hex digits")
+		return
+	}
+	n, err := s.o.Store.Delete(r.Context(), id)
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	if n == 0 {
+		writeError(w, http.StatusNotFound, "no trace "+id.String())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
+}
+
+// aggregates is GET /api/v1/aggregates?since=…&until=…: runs, error
+// rate, tokens and cost by model, calls and durations by tool.
+func (s *Server) aggregates(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	c := tracesview.Criteria{Since: q.Get("since"), Until: q.Get("until")}
+	f, err := c.Filter(time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	a, err := s.o.Store.Aggregate(r.Context(), f.Since, f.Until)
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// listEvaluations is GET /api/v1/evaluations: the evaluation runs stored
+// by loupe eval (traces tagged evalrun.EvalTag), newest first.
+func (s *Server) listEvaluations(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	c := tracesview.Criteria{Since: q.Get("since"), Until: q.Get("until"), Tags: []string{evalrun.EvalTag}}
+	f, err := c.Filter(time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	limit, cursor, err := pageArgs(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, err := s.o.Store.List(r.Context(), store.ListQuery{Filter: f, Limit: limit, Cursor: cursor})
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if page.Traces == nil {
+		page.Traces = []store.Summary{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// EvaluationJSON is one evaluation run: its summary and its case results.
+type EvaluationJSON struct {
+	Summary store.Summary `json:"summary"`
+	Results []evalrun.Row `json:"results"`
+}
+
+// getEvaluation is GET /api/v1/evaluations/{id}: an evaluation run's case
+// result rows (as loupe eval --out writes them), in case order.
+func (s *Server) getEvaluation(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.resolve(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.o.Store.Trace(r.Context(), id)
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	if !slices.Contains(t.Summary.Tags, evalrun.EvalTag) {
+		writeError(w, http.StatusNotFound, "trace "+id.String()+" is not an evaluation run (see /api/v1/evaluations)")
+		return
+	}
+	out := EvaluationJSON{Summary: t.Summary, Results: []evalrun.Row{}}
+	for i := range t.Records {
+		rec := &t.Records[i]
+		if rec.Type != trace.TypeCustom || rec.Name != evalrun.ResultRecord {
+			continue
+		}
+		var row evalrun.Row
+		if err := rec.Output.Decode(&row); err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("evaluation %s record %d: result row: %v", id, rec.Seq, err))
+			return
+		}
+		out.Results = append(out.Results, row)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+//go:embed openapi.json
+var openAPIDoc []byte
+
+// OpenAPI returns the OpenAPI 3 document of the server's endpoints.
+func OpenAPI() []byte { return openAPIDoc }
+
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(openAPIDoc)
+}

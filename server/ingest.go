@@ -1,0 +1,386 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/loupe-dev/loupe/otlp"
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// bodyError is a request body the server refuses, with its status.
+type bodyError struct {
+	code int
+	msg  string
+}
+
+func (e *bodyError) Error() string { return e.msg }
+
+// readBody reads the request body within the limits: MaxBodyBytes as
+// sent, MaxDecodedBytes after gzip (Content-Encoding: gzip). Both are
+// checked while reading, so a gzip bomb stops at the limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+	var rd io.Reader = body
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, s.bodyErr(err, "the body is not gzip: "+err.Error())
+		}
+		defer zr.Close()
+		rd = zr
+	default:
+		return nil, &bodyError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Encoding %q is not supported (send gzip or nothing)", enc)}
+	}
+	b, err := io.ReadAll(io.LimitReader(rd, s.o.MaxDecodedBytes+1))
+	if err != nil {
+		return nil, s.bodyErr(err, "reading the body: "+err.Error())
+	}
+	if int64(len(b)) > s.o.MaxDecodedBytes {
+		return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes once decompressed; send smaller batches", s.o.MaxDecodedBytes)}
+	}
+	return b, nil
+}
+
+func (s *Server) bodyErr(err error, msg string) error {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes; send smaller batches", s.o.MaxBodyBytes)}
+	}
+	return &bodyError{http.StatusBadRequest, msg}
+}
+
+// ingestResult is the answer of POST /v1/records.
+type ingestResult struct {
+	Accepted int `json:"accepted"` // records in the request, all committed
+	Added    int `json:"added"`    // of which new (the others were stored already)
+}
+
+// postRecords ingests Loupe records: NDJSON (one record a line) or one
+// JSON array. Each record is decoded and checked before any is stored;
+// the first bad one is answered 400 with its index and field, and nothing
+// of the request is stored.
+func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
+	b, err := s.readBody(w, r)
+	if err != nil {
+		s.answerBodyError(w, err)
+		return
+	}
+	recs, err := DecodeRecords(b)
+	if err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			i := de.Index
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Index: &i, Field: de.Field})
+			return
+		}
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	for i := range recs {
+		r := &recs[i]
+		r.Input = otlp.LimitValue(r.Input, s.o.MaxValueBytes)
+		r.Output = otlp.LimitValue(r.Output, s.o.MaxValueBytes)
+		r.Thinking = otlp.LimitValue(r.Thinking, s.o.MaxValueBytes)
+		if err := store.ValidateRecord(i, r); err != nil {
+			var re *store.RecordError
+			errors.As(err, &re)
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("record %d: %v; nothing in this request was stored", i, re.Err), Index: &i, Field: fieldOf(re.Err)})
+			return
+		}
+	}
+	added, err := s.commit(r, recs)
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ingestResult{Accepted: len(recs), Added: added})
+}
+
+// fieldOf names the field a store.ValidateRecord message is about.
+func fieldOf(err error) string {
+	msg := err.Error()
+	for _, f := range []string{"trace_id", "span_id", "seq", "time", "type"} {
+		if strings.HasPrefix(msg, f+" ") {
+			return f
+		}
+	}
+	if strings.Contains(msg, "record type") {
+		return "type"
+	}
+	return ""
+}
+
+// commit redacts recs, appends them in one transaction and, once they are
+// committed, hands them to the live streams.
+func (s *Server) commit(r *http.Request, recs []trace.Record) (int, error) {
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if s.o.Redact != nil {
+		for i := range recs {
+			s.o.Redact(&recs[i])
+		}
+	}
+	added, err := s.o.Store.Append(r.Context(), recs)
+	if err != nil {
+		return 0, err
+	}
+	s.hub.publish(recs)
+	return added, nil
+}
+
+// DecodeError is a record of a /v1/records body that does not decode.
+type DecodeError struct {
+	Index int    // the record's position in the body, from 0
+	Line  int    // its line, from 1 (NDJSON) or 0
+	Field string // the field at fault, "" if the record is not an object
+	Err   error
+}
+
+// Error says which record is bad, where and why, and that nothing was
+// stored.
+func (e *DecodeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "record %d", e.Index)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " (line %d)", e.Line)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	b.WriteString("; nothing in this request was stored")
+	return b.String()
+}
+
+// Unwrap returns the decoding error (often a *trace.FieldError).
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// DecodeRecords decodes a /v1/records body: one JSON array of records, or
+// records one a line (NDJSON; blank lines are skipped). It checks every
+// record with trace.DecodeRecord and stops at the first bad one with a
+// *DecodeError. It never panics.
+func DecodeRecords(b []byte) ([]trace.Record, error) {
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, errors.New("the body is empty; send records as NDJSON or a JSON array")
+	}
+	var recs []trace.Record
+	if trimmed[0] == '[' {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("not a JSON array: %v", err)
+		}
+		for i := 0; dec.More(); i++ {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, &DecodeError{Index: i, Err: fmt.Errorf("not valid JSON: %v", err)}
+			}
+			rec, err := trace.DecodeRecord(raw)
+			if err != nil {
+				return nil, decodeErr(i, 0, err)
+			}
+			recs = append(recs, rec)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("the JSON array is not closed: %v", err)
+		}
+		if dec.More() {
+			return nil, errors.New("data after the JSON array")
+		}
+		return recs, nil
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, len(b)+1)
+	line := 0
+	for sc.Scan() {
+		line++
+		l := bytes.TrimSpace(sc.Bytes())
+		if len(l) == 0 {
+			continue
+		}
+		rec, err := trace.DecodeRecord(l)
+		if err != nil {
+			return nil, decodeErr(len(recs), line, err)
+		}
+		recs = append(recs, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+func decodeErr(i, line int, err error) error {
+	de := &DecodeError{Index: i, Line: line, Err: err}
+	var fe *trace.FieldError
+	if errors.As(err, &fe) {
+		de.Field = fe.Field
+	}
+	return de
+}
+
+func (s *Server) answerBodyError(w http.ResponseWriter, err error) {
+	var be *bodyError
+	if errors.As(err, &be) {
+		writeError(w, be.code, be.msg)
+		return
+	}
+	writeError(w, http.StatusBadRequest, err.Error())
+}
+
+// --- OTLP/HTTP -------------------------------------------------------------
+
+// postOTLP implements OTLP/HTTP's trace export: protobuf
+// (application/x-protobuf) or JSON (application/json), optionally gzip.
+// The answer is an ExportTraceServiceResponse in the request's encoding;
+// spans that cannot be mapped are counted in its partial_success and the
+// others are stored. Errors follow OTLP/HTTP: 400 with a google.rpc.Status
+// for bad data (not retryable), 503 with Retry-After when the store fails
+// (retryable), 413 and 415 for bodies the server will not read.
+func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var isJSON bool
+	switch ct {
+	case "application/x-protobuf", "application/protobuf":
+	case "application/json":
+		isJSON = true
+	default:
+		writeStatus(w, false, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not OTLP: send application/x-protobuf or application/json", r.Header.Get("Content-Type")))
+		return
+	}
+	b, err := s.readBody(w, r)
+	if err != nil {
+		var be *bodyError
+		code := http.StatusBadRequest
+		if errors.As(err, &be) {
+			code = be.code
+		}
+		writeStatus(w, isJSON, code, err.Error())
+		return
+	}
+	var td ptrace.Traces
+	if isJSON {
+		td, err = otlp.DecodeJSON(b)
+	} else {
+		td, err = otlp.DecodeProto(b)
+	}
+	if err != nil {
+		writeStatus(w, isJSON, http.StatusBadRequest, err.Error())
+		return
+	}
+	res := otlp.Map(td, &s.o.OTLP)
+	if _, err := s.commit(r, res.Records); err != nil {
+		var re *store.RecordError
+		if errors.As(err, &re) { // a mapped record the store refused: the data is at fault
+			writeStatus(w, isJSON, http.StatusBadRequest, err.Error())
+			return
+		}
+		if r.Context().Err() == nil {
+			s.log.Error("loupe serve: store error", "path", r.URL.Path, "err", err)
+		}
+		w.Header().Set("Retry-After", "1")
+		writeStatus(w, isJSON, http.StatusServiceUnavailable, "the store failed; retry later: "+err.Error())
+		return
+	}
+	var rejected int64
+	var msg string
+	if n := len(res.Rejected); n > 0 {
+		rejected, msg = int64(n), res.Rejected[0].Error()
+		if n > 1 {
+			msg += fmt.Sprintf(" (and %d more)", n-1)
+		}
+	}
+	if isJSON {
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}
+	w.WriteHeader(http.StatusOK)
+	w.Write(exportResponse(isJSON, rejected, msg))
+}
+
+// exportResponse encodes an ExportTraceServiceResponse, whose only field
+// is partial_success {rejected_spans = 1; error_message = 2}, empty when
+// every span was accepted. It is written by hand rather than with
+// pdata's ptraceotlp, which would link gRPC into loupe for two fields.
+func exportResponse(isJSON bool, rejected int64, msg string) []byte {
+	if isJSON {
+		if rejected == 0 {
+			return []byte("{}\n")
+		}
+		b, _ := json.Marshal(map[string]any{"partialSuccess": map[string]any{"rejectedSpans": strconv.FormatInt(rejected, 10), "errorMessage": msg}})
+		return append(b, '\n')
+	}
+	if rejected == 0 {
+		return nil
+	}
+	var ps []byte
+	ps = append(ps, 0x08)
+	ps = appendVarint(ps, uint64(rejected))
+	ps = append(ps, 0x12)
+	ps = appendVarint(ps, uint64(len(msg)))
+	ps = append(ps, msg...)
+	b := []byte{0x0a}
+	b = appendVarint(b, uint64(len(ps)))
+	return append(b, ps...)
+}
+
+// writeStatus writes an OTLP/HTTP error: a google.rpc.Status with the
+// gRPC code matching the HTTP status, in JSON or protobuf.
+func writeStatus(w http.ResponseWriter, isJSON bool, httpCode int, msg string) {
+	code := 3 // INVALID_ARGUMENT
+	switch httpCode {
+	case http.StatusServiceUnavailable:
+		code = 14 // UNAVAILABLE
+	case http.StatusRequestEntityTooLarge:
+		code = 8 // RESOURCE_EXHAUSTED
+	case http.StatusUnauthorized:
+		code = 16 // UNAUTHENTICATED
+	case http.StatusForbidden:
+		code = 7 // PERMISSION_DENIED
+	case http.StatusInternalServerError:
+		code = 13 // INTERNAL
+	}
+	if isJSON {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(httpCode)
+		json.NewEncoder(w).Encode(struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}{code, msg})
+		return
+	}
+	// google.rpc.Status: field 1 code (varint), field 2 message (bytes).
+	b := []byte{0x08}
+	b = appendVarint(b, uint64(code))
+	b = append(b, 0x12)
+	b = appendVarint(b, uint64(len(msg)))
+	b = append(b, msg...)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(httpCode)
+	w.Write(b)
+}
+
+func appendVarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}

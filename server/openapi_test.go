@@ -1,0 +1,105 @@
+package server
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+type openAPIDocument struct {
+	OpenAPI string `json:"openapi"`
+	Paths   map[string]map[string]json.RawMessage
+}
+
+type operation struct {
+	Responses map[string]json.RawMessage `json:"responses"`
+}
+
+// TestOpenAPI checks the handlers against openapi.json: every route is
+// documented with its method, every documented operation is a route, and
+// requests of each kind answer only status codes their operation lists.
+func TestOpenAPI(t *testing.T) {
+	var doc openAPIDocument
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi version %q", doc.OpenAPI)
+	}
+	srv, err := New(Options{Store: openStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]bool{}
+	for _, rt := range srv.routes() {
+		method, path, _ := strings.Cut(rt.pattern, " ")
+		routes[strings.ToLower(method)+" "+path] = true
+		if _, ok := doc.Paths[path][strings.ToLower(method)]; !ok {
+			t.Errorf("route %s is not in openapi.json", rt.pattern)
+		}
+	}
+	ops := map[string]operation{}
+	for path, item := range doc.Paths {
+		for method, raw := range item {
+			if method == "parameters" {
+				continue
+			}
+			if !routes[method+" "+path] {
+				t.Errorf("openapi.json documents %s %s, which is not a route", method, path)
+			}
+			var op operation
+			if err := json.Unmarshal(raw, &op); err != nil || len(op.Responses) == 0 {
+				t.Errorf("%s %s: no responses (%v)", method, path, err)
+			}
+			ops[method+" "+path] = op
+		}
+	}
+
+	e := newEnv(t, Options{})
+	rec := ndjson(run(9, "doc"))
+	id := "09010000000000000000000000000000"
+	for _, tt := range []struct{ op, method, url, ctype, body string }{
+		{"post /v1/records", "POST", "/v1/records", "application/x-ndjson", string(rec)},
+		{"post /v1/records", "POST", "/v1/records", "application/json", "[1]"},
+		{"post /v1/traces", "POST", "/v1/traces", "application/json", "{}"},
+		{"post /v1/traces", "POST", "/v1/traces", "application/json", "{"},
+		{"post /v1/traces", "POST", "/v1/traces", "text/plain", ""},
+		{"get /api/v1/traces", "GET", "/api/v1/traces?limit=1", "", ""},
+		{"get /api/v1/traces", "GET", "/api/v1/traces?limit=-1", "", ""},
+		{"get /api/v1/traces/{id}", "GET", "/api/v1/traces/" + id, "", ""},
+		{"get /api/v1/traces/{id}", "GET", "/api/v1/traces/ffff", "", ""},
+		{"get /api/v1/traces/{id}", "GET", "/api/v1/traces/zz", "", ""},
+		{"get /api/v1/search", "GET", "/api/v1/search?q=doc", "", ""},
+		{"get /api/v1/search", "GET", "/api/v1/search?q=nope:1", "", ""},
+		{"get /api/v1/aggregates", "GET", "/api/v1/aggregates", "", ""},
+		{"get /api/v1/evaluations", "GET", "/api/v1/evaluations?limit=5", "", ""},
+		{"get /api/v1/evaluations/{id}", "GET", "/api/v1/evaluations/" + id, "", ""},
+		{"get /api/v1/evaluations/{id}", "GET", "/api/v1/evaluations/abcd", "", ""},
+		{"get /api/v1/openapi.json", "GET", "/api/v1/openapi.json", "", ""},
+		{"get /healthz", "GET", "/healthz", "", ""},
+		{"delete /api/v1/traces/{id}", "DELETE", "/api/v1/traces/" + id, "", ""},
+		{"delete /api/v1/traces/{id}", "DELETE", "/api/v1/traces/" + id, "", ""},
+	} {
+		code, body, resp := e.do(tt.method, tt.url, tt.ctype, []byte(tt.body))
+		op, ok := ops[tt.op]
+		if !ok {
+			t.Fatalf("no operation %s", tt.op)
+		}
+		if _, ok := op.Responses[strconv.Itoa(code)]; !ok {
+			t.Errorf("%s %s: status %d is not documented (%s)", tt.method, tt.url, code, body)
+		}
+		if code == 200 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && len(body) > 0 && !json.Valid(body) {
+			t.Errorf("%s %s: invalid JSON", tt.method, tt.url)
+		}
+	}
+	// Streams answer 200 with an event stream.
+	for _, p := range []string{"/api/v1/stream", "/api/v1/traces/" + id + "/stream"} {
+		s := e.stream(t, p, "")
+		s.resp.Body.Close()
+	}
+	if !slices.Contains([]string{"3.0.3"}, doc.OpenAPI) {
+		t.Errorf("openapi %s", doc.OpenAPI)
+	}
+}
