@@ -87,6 +87,13 @@ func (c Config) With(rules ...Rule) Config {
 	return c
 }
 
+// WithKeys returns a copy of c that also replaces the values of JSON
+// fields named like keys (see Keys).
+func (c Config) WithKeys(keys ...string) Config {
+	c.Keys = append(slices.Clone(c.Keys), keys...)
+	return c
+}
+
 // A Redactor replaces secrets in strings, JSON values and records. It is
 // immutable and safe for concurrent use; the zero Redactor (or a nil one)
 // redacts nothing.

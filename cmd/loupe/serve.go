@@ -6,20 +6,25 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
-		addr        string
-		requireKeys bool
+		addr          string
+		requireKeys   bool
+		noRedact      bool
+		redactWithout []string
+		redactKeys    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -46,11 +51,18 @@ after the requests in flight are committed and answered.`,
 						return fmt.Errorf("serving on %s requires API keys (off loopback, or --require-keys), and the store has none: create one with loupe keys create --scope ingest (and --scope read)", addr)
 					}
 				}
-				srv, err := server.New(server.Options{
-					Store:       st,
-					RequireKeys: requireKeys,
-					// Redact: the hook for package redact's default redaction at ingest.
-				})
+				o := server.Options{Store: st, RequireKeys: requireKeys}
+				if !noRedact {
+					if err := checkRuleNames(redactWithout); err != nil {
+						return err
+					}
+					rd, err := redact.New(redact.DefaultConfig().Without(redactWithout...).WithKeys(redactKeys...))
+					if err != nil {
+						return err
+					}
+					o.Redact = rd.Record
+				}
+				srv, err := server.New(o)
 				if err != nil {
 					return err
 				}
@@ -66,6 +78,9 @@ after the requests in flight are committed and answered.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
+	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
+	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
+	cmd.Flags().StringSliceVar(&redactKeys, "redact-keys", nil, "also redact the values of JSON fields with these names (e.g. ssn,customer_email)")
 	return cmd
 }
 
@@ -139,4 +154,22 @@ Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bear
 	}
 	cmd.AddCommand(create, ls, revoke)
 	return cmd
+}
+
+// checkRuleNames reports names that are not rules of the default
+// redaction, so that a typo in --redact-without does not quietly keep
+// the rule on.
+func checkRuleNames(names []string) error {
+	known := map[string]bool{}
+	var all []string
+	for _, r := range redact.DefaultConfig().Rules {
+		known[r.Name] = true
+		all = append(all, r.Name)
+	}
+	for _, n := range names {
+		if !known[n] {
+			return fmt.Errorf("--redact-without: no redaction rule is named %q; the rules are %s", n, strings.Join(all, ", "))
+		}
+	}
+	return nil
 }

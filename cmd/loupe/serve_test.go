@@ -345,3 +345,83 @@ func TestServeKill9(t *testing.T) {
 	}
 	t.Logf("%d acknowledged batches checked", len(acked))
 }
+
+// TestServeRedacts checks that loupe serve scrubs secrets from what it
+// ingests unless told not to, and that a misspelled rule is an error.
+func TestServeRedacts(t *testing.T) {
+	const secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		kept  bool
+	}{
+		{"default", nil, false},
+		{"no-redact", []string{"--no-redact"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "serve.db")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pr, pw := io.Pipe()
+			root := newRootCmd()
+			root.SetArgs(append([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, tc.flags...))
+			root.SetErr(pw)
+			done := make(chan error, 1)
+			go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+			sc := bufio.NewScanner(pr)
+			var url string
+			for sc.Scan() {
+				if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+					url, _, _ = strings.Cut(rest, ",")
+					break
+				}
+			}
+			go io.Copy(io.Discard, pr)
+			if url == "" {
+				t.Fatalf("the server did not say where it listens: %v", <-done)
+			}
+			tid := trace.TraceID{0x5e, 0xc2}
+			t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+			recs := []trace.Record{
+				{V: 1, TraceID: tid, SpanID: trace.SpanID{1}, Seq: 1, Time: t0, Type: trace.TypeRunStart, Name: "agent", Input: trace.Value(`{"api_key":"` + secret + `"}`)},
+				{V: 1, TraceID: tid, SpanID: trace.SpanID{2}, ParentID: trace.SpanID{1}, Seq: 2, Time: t0, Type: trace.TypeToolError, Name: "fetch", Error: "401 with key " + secret},
+			}
+			var body []byte
+			for _, r := range recs {
+				body = append(r.AppendJSON(body), '\n')
+			}
+			if code, msg := post(t, url, "", body); code != 200 {
+				t.Fatalf("post: %d %s", code, msg)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("loupe serve: %v", err)
+			}
+			st, err := store.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			tr, err := st.Trace(context.Background(), tid)
+			if err != nil || len(tr.Records) != 2 {
+				t.Fatalf("stored trace: %v, %d records", err, len(tr.Records))
+			}
+			var all []byte
+			for _, r := range tr.Records {
+				all = r.AppendJSON(all)
+			}
+			if got := bytes.Contains(all, []byte(secret)); got != tc.kept {
+				t.Errorf("secret stored = %v, want %v:\n%s", got, tc.kept, all)
+			}
+		})
+	}
+	t.Run("unknown rule", func(t *testing.T) {
+		root := newRootCmd()
+		root.SetArgs([]string{"--db", filepath.Join(t.TempDir(), "x.db"), "serve", "--addr", "127.0.0.1:0", "--redact-without", "jwtt"})
+		root.SetErr(io.Discard)
+		err := root.ExecuteContext(context.Background())
+		if err == nil || !strings.Contains(err.Error(), `"jwtt"`) || !strings.Contains(err.Error(), "jwt") {
+			t.Errorf("err = %v, want one naming the unknown rule and listing the rules", err)
+		}
+	})
+}
