@@ -38,11 +38,11 @@ go vet ./...
 step "staticcheck"
 staticcheck ./...
 
-# bench/ is a module of its own (comparison benchmarks and their
-# dependencies), which ./... above does not reach: vet it, and build its
-# test binary, here. Its benchmarks run on demand (see bench/doc.go).
-step "bench module: vet, staticcheck, build"
-(cd bench && go vet ./... && staticcheck ./... && go test -count=1 -run '^$' ./...)
+# interop/ is a module of its own (comparisons and interoperability tests
+# against third-party SDKs, and their dependencies), which ./... above does
+# not reach: vet and test it here. Its benchmarks run on demand (see interop/doc.go).
+step "interop module: vet, staticcheck, test"
+(cd interop && go vet ./... && staticcheck ./... && go test -race -count=1 ./...)
 
 step "go test -race"
 go test -race -count=1 "${@:-./...}"

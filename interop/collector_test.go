@@ -1,7 +1,11 @@
-package server
+package interop_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,24 +16,35 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/loupe-dev/loupe/server"
+	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
 )
 
 // TestOTelGoSDK sends GenAI-convention and OpenInference spans with the
-// OpenTelemetry Go SDK's OTLP/HTTP exporter (protobuf, gzip, an API key in
+// OpenTelemetry Go SDK's OTLP/HTTP exporter to Loupe's collector (protobuf, gzip, an API key in
 // the headers, as OTEL_EXPORTER_OTLP_HEADERS would set it) and checks what
-// was stored, span by span. The SDK is a test-only dependency: loupe does
-// not link it.
+// was stored, span by span. It lives in this module so that the SDK is never
+// a requirement of loupe.
 func TestOTelGoSDK(t *testing.T) {
-	st := openStore(t)
-	key, _, err := CreateKey(context.Background(), st, ScopeIngest, "otel", time.Now())
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "loupe.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, Options{Store: st, RequireKeys: true})
+	defer st.Close()
+	key, _, err := server.CreateKey(context.Background(), st, server.ScopeIngest, "otel", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Store: st, RequireKeys: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer func() { ts.Close(); srv.Close() }()
 	ctx := context.Background()
 	exp, err := otlptracehttp.New(ctx,
-		otlptracehttp.WithEndpointURL(e.ts.URL+"/v1/traces"),
+		otlptracehttp.WithEndpointURL(ts.URL+"/v1/traces"),
 		otlptracehttp.WithCompression(otlptracehttp.GzipCompression),
 		otlptracehttp.WithHeaders(map[string]string{"Authorization": "Bearer " + key}))
 	if err != nil {

@@ -1,4 +1,4 @@
-package bench_test
+package interop_test
 
 import (
 	"context"
