@@ -89,8 +89,9 @@ func quote(v string) string {
 
 // Table writes trace summaries as an aligned table, one trace per line:
 // id (first 12 hex digits, enough to name it), name, start (UTC),
-// duration, status, steps (iterations, or model calls for runs without an
-// iteration loop), tool calls, tokens (in/out), cost and errors.
+// duration, status (with "N lost" when the recorder lost records of the
+// trace), steps (iterations, or model calls for runs without an iteration
+// loop), tool calls, tokens (in/out), cost and errors.
 func Table(w io.Writer, sums []store.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSTARTED\tDURATION\tSTATUS\tSTEPS\tTOOLS\tTOKENS\tCOST\tERRORS")
@@ -102,10 +103,37 @@ func Table(w io.Writer, sums []store.Summary) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\n",
 			s.ID.String()[:12], orDash(s.Name), s.Started.UTC().Format("2006-01-02 15:04:05"),
-			console.Duration(s.Duration), s.Status, steps, s.ToolCalls,
+			console.Duration(s.Duration), status(s), steps, s.ToolCalls,
 			tokens(s.InputTokens, s.OutputTokens), cost(s.CostUSD), s.Errors)
 	}
 	return tw.Flush()
+}
+
+// status is s's status, followed by how many records were lost, if any.
+func status(s *store.Summary) string {
+	if s.Lost > 0 {
+		return s.Status + " (" + strconv.FormatInt(s.Lost, 10) + " lost)"
+	}
+	return s.Status
+}
+
+// incompleteNote says why s is incomplete, or "" if it is not.
+func incompleteNote(s *store.Summary) string {
+	var why []string
+	if s.Lost > 0 {
+		n := "records"
+		if s.Lost == 1 {
+			n = "record"
+		}
+		why = append(why, fmt.Sprintf("%d %s lost by the recorder (not in this trace)", s.Lost, n))
+	}
+	if s.Status == store.StatusIncomplete {
+		why = append(why, "the run never ended (silent since "+s.Started.Add(s.Duration).UTC().Format(time.RFC3339)+"; its process probably died)")
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "incomplete: " + strings.Join(why, "; ")
 }
 
 func orDash(s string) string {
@@ -136,15 +164,18 @@ type ShowOptions struct {
 }
 
 // Show writes one trace for people: a header (name, status, start,
-// duration, tags, error), the span tree with durations, tokens, cost and
+// duration, tags, error, and why the trace is incomplete if it is), the span tree with durations, tokens, cost and
 // errors (printed by export/console), and the memory pool: parameters,
 // globals, and each memory key's history with the step that wrote each
 // value.
 func Show(w io.Writer, t *store.Trace, o ShowOptions) error {
 	bw := bufio.NewWriter(w)
 	s := &t.Summary
-	fmt.Fprintf(bw, "%s  %s  %s  started %s  took %s\n", s.ID, orDash(s.Name), s.Status,
+	fmt.Fprintf(bw, "%s  %s  %s  started %s  took %s\n", s.ID, orDash(s.Name), status(s),
 		s.Started.UTC().Format(time.RFC3339Nano), console.Duration(s.Duration))
+	if note := incompleteNote(s); note != "" {
+		fmt.Fprintln(bw, note)
+	}
 	if len(s.Tags) > 0 {
 		fmt.Fprintf(bw, "tags: %s\n", strings.Join(s.Tags, " "))
 	}

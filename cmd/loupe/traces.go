@@ -44,7 +44,13 @@ func withStore(cmd *cobra.Command, fn func(ctx context.Context, st store.Store) 
 	if err != nil {
 		return err
 	}
-	err = fn(ctx, st)
+	if f := cmd.Flag("stale-after"); f != nil {
+		d, _ := time.ParseDuration(f.Value.String()) // parsed already by the flag
+		err = store.Configure(st, store.Options{StaleAfter: d})
+	}
+	if err == nil {
+		err = fn(ctx, st)
+	}
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
@@ -62,6 +68,8 @@ func newTracesCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newTracesLsCmd(), newTracesShowCmd(), newTracesSearchCmd(), newTracesRmCmd(),
 		newTracesPruneCmd(), newTracesExportCmd(), newTracesImportCmd())
+	cmd.PersistentFlags().Duration("stale-after", store.DefaultStaleAfter,
+		"show a trace whose run has not ended as incomplete once it has been silent this long (negative: never)")
 	return cmd
 }
 
@@ -71,7 +79,7 @@ func criteriaFlags(cmd *cobra.Command, c *tracesview.Criteria, search bool) {
 	if !search {
 		f.StringVar(&c.Name, "name", "", "root run name")
 	}
-	f.StringVar(&c.Status, "status", "", "termination reason: success, error, max_iterations, …, or running")
+	f.StringVar(&c.Status, "status", "", "termination reason: success, error, max_iterations, …, running, or incomplete (not ended and silent longer than --stale-after)")
 	f.StringVar(&c.Since, "since", "", "started at or after: a duration before now (24h, 7d) or a time (2006-01-02, RFC 3339)")
 	f.StringVar(&c.Until, "until", "", "started before (same forms as --since)")
 	f.StringArrayVar(&c.Tags, "tag", nil, "has this run tag, e.g. env:ci (repeatable; all must match)")

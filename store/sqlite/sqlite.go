@@ -37,7 +37,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -101,6 +101,8 @@ var migrations = []string{
 		SELECT id, concat_ws(char(10), json_extract(doc, '$.name'), json_extract(doc, '$.error'),
 			json_extract(doc, '$.input'), json_extract(doc, '$.output'), json_extract(doc, '$.thinking'))
 		FROM records;`,
+	// 3: the records lost per trace, summed from its dropped markers.
+	`ALTER TABLE traces ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.
@@ -465,6 +467,9 @@ func multiRow(prefix string, cols, rows int, suffix string) string {
 	b.WriteString(suffix)
 	return b.String()
 }
+
+// SetOptions implements store.Configurable.
+func (s *Store) SetOptions(o store.Options) { s.db.SetOptions(o) }
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConcurrentWriters", testConcurrent},
 		{"ManyTracesOneBatch", testManyTraces},
 		{"Sink", testSink},
+		{"Incomplete", testIncomplete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
