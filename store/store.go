@@ -21,10 +21,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
-	"encoding/json"
 	"math"
 	"strconv"
 	"time"
