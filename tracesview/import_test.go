@@ -3,6 +3,7 @@ package tracesview
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"math"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/store/postgres"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -77,16 +79,45 @@ func openSQLite(t *testing.T) store.Store {
 	return st
 }
 
+// openPostgres opens a PostgreSQL store in a fresh schema of the database
+// LOUPE_TEST_POSTGRES names, or skips t without it.
+func openPostgres(t *testing.T) store.Store {
+	t.Helper()
+	dsn := os.Getenv("LOUPE_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("LOUPE_TEST_POSTGRES is not set (scripts/test.sh sets it)")
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	schema := "t_" + trace.NewSpanID().String()
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE") })
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	st, err := postgres.Open(context.Background(), dsn+sep+"search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// backends are the stores the import tests run against.
+var backends = []struct {
+	name string
+	open func(*testing.T) store.Store
+}{{"sqlite", openSQLite}, {"postgres", openPostgres}}
+
 func TestImportKeepsWhatIsGood(t *testing.T) {
 	year9999 := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-	type want struct {
-		records, added, refused int
-		refusedLines            []int
-		conflicts, gaps         int
-		errHas                  []string // in Err; none: Err is nil
-		warnHas                 []string // in the joined warnings
-		storedSeqs              int      // records of the trace in the store afterwards
-	}
+	type want = importWant
 	tests := []struct {
 		name   string
 		edit   func([]trace.Record) []trace.Record
@@ -133,65 +164,78 @@ func TestImportKeepsWhatIsGood(t *testing.T) {
 			return r
 		}, "all", want{records: 40, refused: maxStoreRefusals, errHas: []string{"giving up on this file", "database says no"}}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			recs := goodLines(t)
-			if tt.edit != nil {
-				recs = tt.edit(recs)
-			}
-			path := writeLines(t, recs)
-			base := openSQLite(t)
-			var st store.Store = base
-			if tt.poison != "" {
-				st = poisonStore{Store: base, all: tt.poison == "all"}
-			}
-			res := Import(context.Background(), st, path, "")
-			w := tt.want
-			if res.Records != w.records || res.Added != w.added || res.Refused != w.refused || res.Conflicts != w.conflicts || res.SeqGaps != w.gaps {
-				t.Errorf("records %d added %d refused %d conflicts %d gaps %d, want %d %d %d %d %d",
-					res.Records, res.Added, res.Refused, res.Conflicts, res.SeqGaps, w.records, w.added, w.refused, w.conflicts, w.gaps)
-			}
-			var lines []int
-			for _, r := range res.RefusedRecords {
-				lines = append(lines, r.Line)
-			}
-			if w.refusedLines != nil && !slices.Equal(lines, w.refusedLines) {
-				t.Errorf("refused lines %v, want %v", lines, w.refusedLines)
-			}
-			if len(w.errHas) == 0 && res.Err != nil {
-				t.Errorf("error %v, want none", res.Err)
-			}
-			for _, s := range w.errHas {
-				if res.Err == nil || !strings.Contains(res.Err.Error(), s) {
-					t.Errorf("error %v, want it to say %q", res.Err, s)
-				}
-			}
-			warnings := strings.Join(res.Warnings, "\n")
-			if len(w.warnHas) == 0 && warnings != "" {
-				t.Errorf("warnings %q, want none", warnings)
-			}
-			for _, s := range w.warnHas {
-				if !strings.Contains(warnings, s) {
-					t.Errorf("warnings %q, want them to say %q", warnings, s)
-				}
-			}
-			stored := 0
-			if tr, err := base.Trace(context.Background(), recs[0].TraceID); err == nil {
-				stored = len(tr.Records)
-			} else if !errors.Is(err, store.ErrNotFound) {
-				t.Fatal(err)
-			}
-			if stored != w.storedSeqs {
-				t.Errorf("%d records stored, want %d", stored, w.storedSeqs)
-			}
-			// Importing again adds nothing and reports the same problems.
-			if tt.poison == "" {
-				again := Import(context.Background(), st, path, "")
-				if again.Added != 0 || again.Refused != res.Refused || again.Conflicts != res.Conflicts || again.SeqGaps != res.SeqGaps {
-					t.Errorf("second import: %+v", again)
-				}
-			}
-		})
+	for _, be := range backends {
+		for _, tt := range tests {
+			t.Run(be.name+"/"+tt.name, func(t *testing.T) {
+				testImport(t, be.open(t), tt.edit, tt.poison, tt.want)
+			})
+		}
+	}
+}
+
+type importWant struct {
+	records, added, refused int
+	refusedLines            []int
+	conflicts, gaps         int
+	errHas                  []string // in Err; none: Err is nil
+	warnHas                 []string // in the joined warnings
+	storedSeqs              int      // records of the trace in the store afterwards
+}
+
+func testImport(t *testing.T, base store.Store, edit func([]trace.Record) []trace.Record, poison string, w importWant) {
+	recs := goodLines(t)
+	if edit != nil {
+		recs = edit(recs)
+	}
+	path := writeLines(t, recs)
+	var st store.Store = base
+	if poison != "" {
+		st = poisonStore{Store: base, all: poison == "all"}
+	}
+	res := Import(context.Background(), st, path, "")
+	if res.Records != w.records || res.Added != w.added || res.Refused != w.refused || res.Conflicts != w.conflicts || res.SeqGaps != w.gaps {
+		t.Errorf("records %d added %d refused %d conflicts %d gaps %d, want %d %d %d %d %d",
+			res.Records, res.Added, res.Refused, res.Conflicts, res.SeqGaps, w.records, w.added, w.refused, w.conflicts, w.gaps)
+	}
+	var lines []int
+	for _, r := range res.RefusedRecords {
+		lines = append(lines, r.Line)
+	}
+	if w.refusedLines != nil && !slices.Equal(lines, w.refusedLines) {
+		t.Errorf("refused lines %v, want %v", lines, w.refusedLines)
+	}
+	if len(w.errHas) == 0 && res.Err != nil {
+		t.Errorf("error %v, want none", res.Err)
+	}
+	for _, s := range w.errHas {
+		if res.Err == nil || !strings.Contains(res.Err.Error(), s) {
+			t.Errorf("error %v, want it to say %q", res.Err, s)
+		}
+	}
+	warnings := strings.Join(res.Warnings, "\n")
+	if len(w.warnHas) == 0 && warnings != "" {
+		t.Errorf("warnings %q, want none", warnings)
+	}
+	for _, s := range w.warnHas {
+		if !strings.Contains(warnings, s) {
+			t.Errorf("warnings %q, want them to say %q", warnings, s)
+		}
+	}
+	stored := 0
+	if tr, err := base.Trace(context.Background(), recs[0].TraceID); err == nil {
+		stored = len(tr.Records)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if stored != w.storedSeqs {
+		t.Errorf("%d records stored, want %d", stored, w.storedSeqs)
+	}
+	// Importing again adds nothing and reports the same problems.
+	if poison == "" {
+		again := Import(context.Background(), st, path, "")
+		if again.Added != 0 || again.Refused != res.Refused || again.Conflicts != res.Conflicts || again.SeqGaps != res.SeqGaps {
+			t.Errorf("second import: %+v", again)
+		}
 	}
 }
 
