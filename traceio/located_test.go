@@ -63,3 +63,34 @@ func TestReadLocated(t *testing.T) {
 		t.Error("a bad line gave no error")
 	}
 }
+
+// FuzzReadLocated checks, for any input in any format, that ReadLocated
+// yields what Read yields, with lines that start at 1 and never go back.
+func FuzzReadLocated(f *testing.F) {
+	seed(f, "fragola_otel-traces.jsonl.golden.jsonl", "omni_session_rag_demo.trace.json.golden.jsonl", "agentv_static-trace.json.golden.jsonl")
+	f.Add([]byte("\n\n{}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, stop := iter.Pull2(Read(strings.NewReader(string(data)), "fuzz.in", FormatAuto))
+		defer stop()
+		last := 0
+		for loc, err := range ReadLocated(strings.NewReader(string(data)), "fuzz.in", FormatAuto) {
+			r, werr, ok := want()
+			if !ok || (err == nil) != (werr == nil) {
+				t.Fatalf("ReadLocated gave (%v), Read gave (%v, more %v)", err, werr, ok)
+			}
+			if err != nil {
+				return
+			}
+			if r.Seq != loc.Record.Seq || r.TraceID != loc.Record.TraceID || r.Type != loc.Record.Type {
+				t.Fatalf("ReadLocated's record differs from Read's")
+			}
+			if loc.Line < last || loc.Line < 0 {
+				t.Fatalf("line %d after line %d", loc.Line, last)
+			}
+			last = loc.Line
+		}
+		if _, _, more := want(); more {
+			t.Fatal("Read gave more records than ReadLocated")
+		}
+	})
+}
