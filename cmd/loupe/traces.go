@@ -361,9 +361,14 @@ func newTracesImportCmd() *cobra.Command {
 		Short: "Import trace files (Loupe JSONL, AgentV, omni, Fragola OpenTelemetry)",
 		Long: `Import trace files into the store. --format auto (the default) tells the
 format from the content; loupe, agentv, agentv-results, omni and fragola pick
-one. Importing a file twice stores its records once. A bad file is reported
-with its file:line and field; the records before the problem are kept, the
-other files are imported, and the command exits non-zero.`,
+one. Importing a file twice stores its records once. A record the store
+refuses (a time outside 1678-2261, a seq beyond 2^63-1, …) is reported with
+its file:line and left out; every other record of the file is stored. A
+line that cannot be read is reported with its file:line and field; the
+records before it are kept. Records repeating a trace and seq with
+different content (the first copy is kept) and gaps in a trace's seqs are
+reported as warnings with counts. The other files are imported either way,
+and the command exits non-zero if a record was refused or a file failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := traceio.ParseFormat(format)
