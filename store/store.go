@@ -182,10 +182,14 @@ func Configure(s Store, o Options) error {
 	return nil
 }
 
+// MaxLostCount bounds what one marker can count (LostCount), so that the
+// sums kept per trace cannot overflow.
+const MaxLostCount = 1 << 40
+
 // LostCount returns the number of records a trace.TypeDropped marker says
-// were lost: its Output's "count". A marker whose count is missing, not a
-// positive integer or unreadable still says something was lost, and
-// counts 1. Records of other types count 0.
+// were lost: its Output's "count", at most MaxLostCount. A marker whose
+// count is missing, not a positive integer or unreadable still says
+// something was lost, and counts 1. Records of other types count 0.
 func LostCount(r *trace.Record) int64 {
 	if r.Type != trace.TypeDropped {
 		return 0
@@ -200,7 +204,7 @@ func LostCount(r *trace.Record) int64 {
 	if err != nil || n <= 0 {
 		return 1
 	}
-	return n
+	return min(n, MaxLostCount)
 }
 
 // Summary is one trace's line in a listing. Its counters are the

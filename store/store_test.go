@@ -128,18 +128,18 @@ func TestLostCount(t *testing.T) {
 	}{
 		{trace.TypeDropped, `{"count":12}`, 12},
 		{trace.TypeDropped, `{"count":1}`, 1},
-		{trace.TypeDropped, `{"count":9223372036854775807}`, 9223372036854775807},
-		{trace.TypeDropped, `{"count":0}`, 1},       // a marker says something was lost
-		{trace.TypeDropped, `{"count":-5}`, 1},      // not a count
-		{trace.TypeDropped, `{"count":2.5}`, 1},     // not an integer
-		{trace.TypeDropped, `{"count":"7"}`, 1},     // a string is not a count
-		{trace.TypeDropped, `{"count":1e99}`, 1},    // out of range
-		{trace.TypeDropped, `{}`, 1},                // no count
-		{trace.TypeDropped, ``, 1},                  // no output
-		{trace.TypeDropped, `[1,2]`, 1},             // not an object
-		{trace.TypeCustom, `{"count":12}`, 0},       // not a marker
-		{trace.TypeToolEnd, `{"count":12}`, 0},      // not a marker
-		{trace.TypeDropped, `{"count":3,"x":1}`, 3}, // other fields are ignored
+		{trace.TypeDropped, `{"count":9223372036854775807}`, MaxLostCount}, // bounded, so sums cannot overflow
+		{trace.TypeDropped, `{"count":0}`, 1},                              // a marker says something was lost
+		{trace.TypeDropped, `{"count":-5}`, 1},                             // not a count
+		{trace.TypeDropped, `{"count":2.5}`, 1},                            // not an integer
+		{trace.TypeDropped, `{"count":"7"}`, 1},                            // a string is not a count
+		{trace.TypeDropped, `{"count":1e99}`, 1},                           // out of range
+		{trace.TypeDropped, `{}`, 1},                                       // no count
+		{trace.TypeDropped, ``, 1},                                         // no output
+		{trace.TypeDropped, `[1,2]`, 1},                                    // not an object
+		{trace.TypeCustom, `{"count":12}`, 0},                              // not a marker
+		{trace.TypeToolEnd, `{"count":12}`, 0},                             // not a marker
+		{trace.TypeDropped, `{"count":3,"x":1}`, 3},                        // other fields are ignored
 	}
 	for _, tt := range tests {
 		r := trace.Record{Type: tt.typ, Output: trace.Value(tt.output)}
@@ -155,8 +155,8 @@ func FuzzLostCount(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, out []byte) {
 		r := trace.Record{Type: trace.TypeDropped, Output: trace.Value(out)}
-		if n := LostCount(&r); n < 1 {
-			t.Fatalf("LostCount(%q) = %d; a marker counts at least 1", out, n)
+		if n := LostCount(&r); n < 1 || n > MaxLostCount {
+			t.Fatalf("LostCount(%q) = %d; a marker counts 1 to MaxLostCount", out, n)
 		}
 	})
 }
