@@ -28,7 +28,7 @@ func ParseQuery(s string) (Query, error) { return ParseQueryAt(s, time.Now()) }
 //
 //	id:HEX              trace id (repeatable)
 //	name:NAME           root run name
-//	status:REASON       termination reason (success, error, …, or running)
+//	status:REASON       termination reason (success, error, …), running, or incomplete (not ended, silent longer than Options.StaleAfter)
 //	since:WHEN until:WHEN  trace start bounds; WHEN is a duration before now
 //	                    (90m, 24h, 7d) or a time (2006-01-02, RFC 3339)
 //	tag:TAG             run tag, exact (repeatable; all must match)

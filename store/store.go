@@ -21,10 +21,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/loupe-dev/loupe/trace"
@@ -126,8 +128,84 @@ func ValidateRecord(i int, r *trace.Record) error {
 }
 
 // StatusRunning is the Status of a trace whose root run.end has not been
-// stored (still running, or its process died).
+// stored and whose last record is recent (see Options.StaleAfter): it is
+// probably still running.
 const StatusRunning = "running"
+
+// StatusIncomplete is the Status of a trace whose root run.end has not been
+// stored and that has been silent for longer than Options.StaleAfter: its
+// process most likely died, and the trace will not be completed.
+const StatusIncomplete = "incomplete"
+
+// DefaultStaleAfter is the Options.StaleAfter a store uses when none is set.
+const DefaultStaleAfter = 10 * time.Minute
+
+// Options are the settings a store applies when it answers queries. The
+// zero value means the defaults.
+type Options struct {
+	// StaleAfter is how long a trace without its root run.end may stay
+	// silent (no record later than that) before it is reported as
+	// StatusIncomplete rather than StatusRunning. 0 means
+	// DefaultStaleAfter; a negative value never marks a trace stale.
+	StaleAfter time.Duration
+}
+
+// StaleCutoff returns the time before which a trace's last record makes
+// it stale, as of now. ok is false when StaleAfter is negative: traces
+// never go stale.
+func (o Options) StaleCutoff(now time.Time) (cutoff time.Time, ok bool) {
+	d := o.StaleAfter
+	if d == 0 {
+		d = DefaultStaleAfter
+	}
+	if d < 0 {
+		return time.Time{}, false
+	}
+	return now.Add(-d), true
+}
+
+// Configurable is implemented by stores whose Options can be changed after
+// Open (the SQLite and PostgreSQL backends). SetOptions is safe to call
+// concurrently with queries; queries started after it returns use o.
+type Configurable interface {
+	SetOptions(o Options)
+}
+
+// Configure applies o to s, or returns an error if s's backend does not
+// take Options.
+func Configure(s Store, o Options) error {
+	c, ok := s.(Configurable)
+	if !ok {
+		return fmt.Errorf("store %T does not take options (such as StaleAfter)", s)
+	}
+	c.SetOptions(o)
+	return nil
+}
+
+// MaxLostCount bounds what one marker can count (LostCount), so that the
+// sums kept per trace cannot overflow.
+const MaxLostCount = 1 << 40
+
+// LostCount returns the number of records a trace.TypeDropped marker says
+// were lost: its Output's "count", at most MaxLostCount. A marker whose
+// count is missing, not a positive integer or unreadable still says
+// something was lost, and counts 1. Records of other types count 0.
+func LostCount(r *trace.Record) int64 {
+	if r.Type != trace.TypeDropped {
+		return 0
+	}
+	var v struct {
+		Count json.RawMessage `json:"count"`
+	}
+	if err := json.Unmarshal(r.Output, &v); err != nil {
+		return 1
+	}
+	n, err := strconv.ParseInt(string(v.Count), 10, 64)
+	if err != nil || n <= 0 {
+		return 1
+	}
+	return min(n, MaxLostCount)
+}
 
 // Summary is one trace's line in a listing. Its counters are the
 // trace.Stats of the trace's stored records.
@@ -136,7 +214,9 @@ type Summary struct {
 	Name         string        `json:"name"`             // the root run's name
 	Started      time.Time     `json:"started"`          // the earliest record's time
 	Duration     time.Duration `json:"duration_ns"`      // the root run.end's duration, or last record minus Started while running
-	Status       string        `json:"status"`           // the termination reason of the root run, or StatusRunning
+	Status       string        `json:"status"`           // the termination reason of the root run, or StatusRunning or StatusIncomplete
+	Lost         int64         `json:"lost_records"`     // records the recorder lost (summed over trace.TypeDropped markers)
+	Incomplete   bool          `json:"incomplete"`       // records were lost, or the run never ended (StatusIncomplete)
 	Records      int           `json:"records"`          // records stored
 	Iterations   int           `json:"iterations"`       // steps of the root loop and its children
 	ModelCalls   int           `json:"model_calls"`      // model.call records
@@ -168,7 +248,7 @@ type Filter struct {
 	IDs         []trace.TraceID // only these traces
 	IDPrefix    string          // trace ids starting with these hex digits (1 to 32; any case)
 	Name        string          // root run name, exact
-	Status      string          // termination reason (success, error, …) or StatusRunning
+	Status      string          // termination reason (success, error, …), StatusRunning or StatusIncomplete
 	Since       time.Time       // started at or after
 	Until       time.Time       // started before
 	Tags        []string        // has every one of these tags (exact, e.g. "env:ci")
@@ -297,6 +377,8 @@ type Aggregates struct {
 	Records     int                         `json:"records"`
 	ErrorTraces int                         `json:"error_traces"` // traces with errors or a status other than success/running
 	ErrorRate   float64                     `json:"error_rate"`   // ErrorTraces / Traces, 0 when there are none
+	Incomplete  int                         `json:"incomplete"`   // traces that lost records or whose run never ended (Summary.Incomplete)
+	Lost        int64                       `json:"lost_records"` // records lost, summed over the traces
 	ByModel     map[string]trace.ModelStats `json:"by_model"`
 	ByTool      map[string]ToolAggregate    `json:"by_tool"`
 }

@@ -119,3 +119,44 @@ func TestPrefixRange(t *testing.T) {
 		}
 	}
 }
+
+func TestLostCount(t *testing.T) {
+	tests := []struct {
+		typ    trace.Type
+		output string
+		want   int64
+	}{
+		{trace.TypeDropped, `{"count":12}`, 12},
+		{trace.TypeDropped, `{"count":1}`, 1},
+		{trace.TypeDropped, `{"count":9223372036854775807}`, MaxLostCount}, // bounded, so sums cannot overflow
+		{trace.TypeDropped, `{"count":0}`, 1},                              // a marker says something was lost
+		{trace.TypeDropped, `{"count":-5}`, 1},                             // not a count
+		{trace.TypeDropped, `{"count":2.5}`, 1},                            // not an integer
+		{trace.TypeDropped, `{"count":"7"}`, 1},                            // a string is not a count
+		{trace.TypeDropped, `{"count":1e99}`, 1},                           // out of range
+		{trace.TypeDropped, `{}`, 1},                                       // no count
+		{trace.TypeDropped, ``, 1},                                         // no output
+		{trace.TypeDropped, `[1,2]`, 1},                                    // not an object
+		{trace.TypeCustom, `{"count":12}`, 0},                              // not a marker
+		{trace.TypeToolEnd, `{"count":12}`, 0},                             // not a marker
+		{trace.TypeDropped, `{"count":3,"x":1}`, 3},                        // other fields are ignored
+	}
+	for _, tt := range tests {
+		r := trace.Record{Type: tt.typ, Output: trace.Value(tt.output)}
+		if got := LostCount(&r); got != tt.want {
+			t.Errorf("LostCount(%s %s) = %d, want %d", tt.typ, tt.output, got, tt.want)
+		}
+	}
+}
+
+func FuzzLostCount(f *testing.F) {
+	for _, s := range []string{`{"count":12}`, `{"count":-1}`, `{"count":"x"}`, `{`, `null`, `{"count":1e3}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		r := trace.Record{Type: trace.TypeDropped, Output: trace.Value(out)}
+		if n := LostCount(&r); n < 1 || n > MaxLostCount {
+			t.Fatalf("LostCount(%q) = %d; a marker counts 1 to MaxLostCount", out, n)
+		}
+	})
+}

@@ -39,6 +39,7 @@ const (
 	TypeMessage        Type = "message"         // a conversation message: Name (role), Output (content)
 	TypeError          Type = "error"           // an error not tied to a call: Error
 	TypeCustom         Type = "custom"          // anything else: Name, Output
+	TypeDropped        Type = "dropped"         // records of this trace were lost: Name "records", Output {"count":N}
 )
 
 // Types lists every record type, in the order of the constants above.
@@ -49,7 +50,7 @@ var Types = []Type{
 	TypeStateInit, TypeStateUpdate, TypeMemorySet,
 	TypeHookStart, TypeHookEnd, TypeHookError,
 	TypeChildSpawn, TypeChildEnd, TypeNodeStart, TypeNodeEnd,
-	TypeGuardrail, TypeMessage, TypeError, TypeCustom,
+	TypeGuardrail, TypeMessage, TypeError, TypeCustom, TypeDropped,
 }
 
 // Valid reports whether t is one of the record types in Types.

@@ -42,6 +42,9 @@ func TestEveryTypeRecorded(t *testing.T) {
 		}
 	}
 	for _, typ := range trace.Types {
+		if typ == trace.TypeDropped {
+			continue // written for a trace that lost records, not by a run
+		}
 		if !seen[typ] {
 			t.Errorf("fixture records no %s record", typ)
 		}

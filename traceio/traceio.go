@@ -131,17 +131,42 @@ const detectPeek = 64 << 10
 // iterated; JSON-lines formats stream, whole-document formats are decoded
 // in one piece (up to 256 MiB). It never panics on bad input.
 func Read(r io.Reader, name string, f Format) iter.Seq2[trace.Record, error] {
+	recs := read(r, name, f)
 	return func(yield func(trace.Record, error) bool) {
+		recs(func(rec trace.Record, _ int, err error) bool { return yield(rec, err) })
+	}
+}
+
+// Located is a record with the line of the input it was read from.
+type Located struct {
+	Record trace.Record
+	Line   int // 1-based; for a record built from a multi-line unit (a JSON document), a line of it; 0 when unknown
+}
+
+// ReadLocated is Read that also says which line each record came from, so
+// that a consumer refusing a record can point at it.
+func ReadLocated(r io.Reader, name string, f Format) iter.Seq2[Located, error] {
+	recs := read(r, name, f)
+	return func(yield func(Located, error) bool) {
+		recs(func(rec trace.Record, line int, err error) bool { return yield(Located{Record: rec, Line: line}, err) })
+	}
+}
+
+// read is Read and ReadLocated: the function it returns parses r and
+// calls yield (which becomes source.yield) with each record and its line,
+// or with an error, until yield returns false.
+func read(r io.Reader, name string, f Format) func(yield func(trace.Record, int, error) bool) {
+	return func(yield func(trace.Record, int, error) bool) {
 		br := bufio.NewReaderSize(r, detectPeek)
 		if f == FormatAuto || f == "" {
 			head, err := br.Peek(detectPeek)
 			if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
-				yield(trace.Record{}, &Error{File: name, Err: err})
+				yield(trace.Record{}, 0, &Error{File: name, Err: err})
 				return
 			}
 			f, err = Detect(head)
 			if err != nil {
-				yield(trace.Record{}, &Error{File: name, Err: err})
+				yield(trace.Record{}, 0, &Error{File: name, Err: err})
 				return
 			}
 		}
@@ -161,12 +186,12 @@ func Read(r io.Reader, name string, f Format) iter.Seq2[trace.Record, error] {
 			parse = readOTLP
 		default:
 			_, err := ParseFormat(string(f))
-			yield(trace.Record{}, &Error{File: name, Err: err})
+			yield(trace.Record{}, 0, &Error{File: name, Err: err})
 			return
 		}
 		s := &source{r: br, name: name, base: filepath.Base(name), yield: yield, seq: map[trace.TraceID]uint64{}}
 		if err := parse(s); err != nil && err != errStop {
-			yield(trace.Record{}, err)
+			yield(trace.Record{}, s.line, err)
 		}
 	}
 }
@@ -297,7 +322,7 @@ type source struct {
 	r     *bufio.Reader
 	name  string // as given, for errors
 	base  string // base name, for derived ids
-	yield func(trace.Record, error) bool
+	yield func(trace.Record, int, error) bool
 	seq   map[trace.TraceID]uint64
 	line  int
 	held  *[]trace.Record // when set, emit collects records here instead of yielding them
@@ -315,7 +340,7 @@ func (s *source) emit(r trace.Record) error {
 		*s.held = append(*s.held, r)
 		return nil
 	}
-	if !s.yield(r, nil) {
+	if !s.yield(r, s.line, nil) {
 		return errStop
 	}
 	return nil
@@ -333,7 +358,7 @@ func (s *source) whole(fn func() error) error {
 		return err
 	}
 	for _, r := range held {
-		if !s.yield(r, nil) {
+		if !s.yield(r, s.line, nil) {
 			return errStop
 		}
 	}

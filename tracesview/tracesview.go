@@ -10,11 +10,15 @@ package tracesview
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -90,8 +94,9 @@ func quote(v string) string {
 
 // Table writes trace summaries as an aligned table, one trace per line:
 // id (first 12 hex digits, enough to name it), name, start (UTC),
-// duration, status, steps (iterations, or model calls for runs without an
-// iteration loop), tool calls, tokens (in/out), cost and errors.
+// duration, status (with "N lost" when the recorder lost records of the
+// trace), steps (iterations, or model calls for runs without an iteration
+// loop), tool calls, tokens (in/out), cost and errors.
 func Table(w io.Writer, sums []store.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSTARTED\tDURATION\tSTATUS\tSTEPS\tTOOLS\tTOKENS\tCOST\tERRORS")
@@ -103,10 +108,37 @@ func Table(w io.Writer, sums []store.Summary) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\n",
 			s.ID.String()[:12], orDash(s.Name), s.Started.UTC().Format("2006-01-02 15:04:05"),
-			console.Duration(s.Duration), s.Status, steps, s.ToolCalls,
+			console.Duration(s.Duration), status(s), steps, s.ToolCalls,
 			tokens(s.InputTokens, s.OutputTokens), cost(s.CostUSD), s.Errors)
 	}
 	return tw.Flush()
+}
+
+// status is s's status, followed by how many records were lost, if any.
+func status(s *store.Summary) string {
+	if s.Lost > 0 {
+		return s.Status + " (" + strconv.FormatInt(s.Lost, 10) + " lost)"
+	}
+	return s.Status
+}
+
+// incompleteNote says why s is incomplete, or "" if it is not.
+func incompleteNote(s *store.Summary) string {
+	var why []string
+	if s.Lost > 0 {
+		n := "records"
+		if s.Lost == 1 {
+			n = "record"
+		}
+		why = append(why, fmt.Sprintf("%d %s lost by the recorder (not in this trace)", s.Lost, n))
+	}
+	if s.Status == store.StatusIncomplete {
+		why = append(why, "the run never ended (silent since "+s.Started.Add(s.Duration).UTC().Format(time.RFC3339)+"; its process probably died)")
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "incomplete: " + strings.Join(why, "; ")
 }
 
 func orDash(s string) string {
@@ -137,15 +169,18 @@ type ShowOptions struct {
 }
 
 // Show writes one trace for people: a header (name, status, start,
-// duration, tags, error), the span tree with durations, tokens, cost and
+// duration, tags, error, and why the trace is incomplete if it is), the span tree with durations, tokens, cost and
 // errors (printed by export/console), and the memory pool: parameters,
 // globals, and each memory key's history with the step that wrote each
 // value.
 func Show(w io.Writer, t *store.Trace, o ShowOptions) error {
 	bw := bufio.NewWriter(w)
 	s := &t.Summary
-	fmt.Fprintf(bw, "%s  %s  %s  started %s  took %s\n", s.ID, orDash(s.Name), s.Status,
+	fmt.Fprintf(bw, "%s  %s  %s  started %s  took %s\n", s.ID, orDash(s.Name), status(s),
 		s.Started.UTC().Format(time.RFC3339Nano), console.Duration(s.Duration))
+	if note := incompleteNote(s); note != "" {
+		fmt.Fprintln(bw, note)
+	}
 	if len(s.Tags) > 0 {
 		fmt.Fprintf(bw, "tags: %s\n", strings.Join(s.Tags, " "))
 	}
@@ -368,17 +403,57 @@ type ImportResult struct {
 	Records int            `json:"records"` // records read from the file
 	Added   int            `json:"added"`   // of which new to the store
 	Traces  int            `json:"traces"`  // distinct traces read
-	Err     error          `json:"-"`       // the first problem; what was read before it is stored
-	Error   string         `json:"error,omitempty"`
+	// Refused counts the records that were not stored because the store
+	// refused them (the rest of the file was stored); RefusedRecords lists
+	// the first maxListed of them with their lines.
+	Refused        int       `json:"refused,omitempty"`
+	RefusedRecords []Refused `json:"refused_records,omitempty"`
+	// Conflicts counts records that repeat the (trace id, seq) of an
+	// earlier record of the file with different content: the store keeps
+	// the first copy. Identical repeats are not counted.
+	Conflicts int `json:"conflicts,omitempty"`
+	// SeqGaps counts the seqs missing between the lowest and the highest
+	// seq of each trace in the file, and GapTraces the traces with any.
+	SeqGaps   int      `json:"seq_gaps,omitempty"`
+	GapTraces int      `json:"gap_traces,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"` // the conflicts and gaps, said in words
+	Err       error    `json:"-"`                  // the first problem; the records read without problems are stored
+	Error     string   `json:"error,omitempty"`
+}
+
+// Refused is one record of an imported file that the store refused.
+type Refused struct {
+	Line    int           `json:"line,omitempty"` // 1-based; 0 when the format has no lines to name
+	TraceID trace.TraceID `json:"trace_id"`
+	Seq     uint64        `json:"seq"`
+	Type    trace.Type    `json:"type"`
+	Error   string        `json:"error"`
 }
 
 // importBatch is how many records Import appends at a time.
 const importBatch = 1000
 
+// maxListed bounds ImportResult.RefusedRecords.
+const maxListed = 100
+
+// maxStoreRefusals is how many records the store may refuse for reasons
+// ValidateRecord does not know (a failing database rather than bad
+// records, most likely) before Import gives up on the file.
+const maxStoreRefusals = 20
+
 // Import reads the trace file at path in format f (traceio.FormatAuto to
-// detect it) and appends its records to st in batches. On a bad record it
-// stops, keeps what was read before it (stored), and reports the error in
-// the result, naming file, line and field.
+// detect it) and appends its records to st in batches.
+//
+// A record the store refuses (store.ValidateRecord's checks, or an Append
+// error the store gives for that record alone) is reported with its line
+// and left out; every other record of the file is still stored: a batch
+// that fails is retried without the record a *store.RecordError names, or
+// split in halves until the failing records are isolated. A problem
+// reading the file stops the import there; what was read before it is
+// stored. Repeated (trace, seq) pairs with different content and gaps in
+// a trace's seqs are counted and described in Warnings; they are not
+// errors. Err is set when a record was refused or the file could not be
+// read to its end.
 func Import(ctx context.Context, st store.Store, path string, f traceio.Format) ImportResult {
 	res := ImportResult{File: path, Format: f}
 	fail := func(err error) ImportResult {
@@ -391,59 +466,248 @@ func Import(ctx context.Context, st store.Store, path string, f traceio.Format) 
 	}
 	defer file.Close()
 	res.Format = format
-	seen := map[trace.TraceID]bool{}
-	batch := make([]trace.Record, 0, importBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		n, err := st.Append(ctx, batch)
-		res.Added += n
-		batch = batch[:0]
-		return err
-	}
+	im := &importer{ctx: ctx, st: st, path: path, res: &res, seen: map[trace.TraceID]map[uint64]seqInfo{}, seed: maphash.MakeSeed()}
 	var readErr error
-	for rec, err := range traceio.Read(file, path, res.Format) {
+	for loc, err := range traceio.ReadLocated(file, path, res.Format) {
 		if err != nil {
 			readErr = err
 			break
 		}
-		res.Records++
-		if !seen[rec.TraceID] {
-			seen[rec.TraceID] = true
-			res.Traces++
-		}
-		if batch = append(batch, rec); len(batch) == importBatch {
-			if err := flush(); err != nil {
-				return fail(fmt.Errorf("%s: storing records: %w", path, err))
-			}
+		if err := im.add(loc); err != nil {
+			return fail(err)
 		}
 	}
-	if err := flush(); err != nil {
-		return fail(fmt.Errorf("%s: storing records: %w", path, err))
+	if err := im.flush(); err != nil {
+		return fail(err)
 	}
-	if readErr != nil {
-		return fail(readErr)
+	im.warn()
+	var refusedErr error
+	if res.Refused > 0 {
+		first := res.RefusedRecords[0]
+		refusedErr = fmt.Errorf("%s: the store refused %d of %d records (the others were stored); the first: %s",
+			path, res.Refused, res.Records, im.where(first.Line, first.TraceID, first.Seq)+": "+first.Error)
+	}
+	if err := errors.Join(readErr, refusedErr); err != nil {
+		return fail(err)
 	}
 	return res
 }
 
+// seqInfo is what Import remembers of a (trace, seq) it has read.
+type seqInfo struct {
+	hash uint64 // of the record's encoding
+	line int
+}
+
+// importer is the state of one Import.
+type importer struct {
+	ctx   context.Context
+	st    store.Store
+	path  string
+	res   *ImportResult
+	seen  map[trace.TraceID]map[uint64]seqInfo
+	seed  maphash.Seed
+	buf   []byte
+	recs  []trace.Record // the batch
+	lines []int          // the line of each record of the batch
+	// storeRefusals counts refusals that ValidateRecord did not predict.
+	storeRefusals int
+	firstConflict string
+}
+
+// add takes one record read from the file.
+func (im *importer) add(loc traceio.Located) error {
+	res, r := im.res, &loc.Record
+	res.Records++
+	bySeq := im.seen[r.TraceID]
+	if bySeq == nil {
+		bySeq = map[uint64]seqInfo{}
+		im.seen[r.TraceID] = bySeq
+		res.Traces++
+	}
+	// A record whose seq is out of range takes no part in the conflict and
+	// gap checks (its seq is what is wrong with it); one refused for
+	// another reason still fills its seq.
+	if r.Seq >= 1 && r.Seq <= math.MaxInt64 {
+		im.buf = r.AppendJSON(im.buf[:0])
+		h := maphash.Bytes(im.seed, im.buf)
+		if prev, dup := bySeq[r.Seq]; dup {
+			if prev.hash != h {
+				res.Conflicts++
+				if im.firstConflict == "" {
+					im.firstConflict = fmt.Sprintf("%s repeats %s with different content", im.where(loc.Line, r.TraceID, r.Seq), lineName(prev.line))
+				}
+			}
+			return nil // the store would keep the first copy anyway
+		}
+		bySeq[r.Seq] = seqInfo{hash: h, line: loc.Line}
+	}
+	if err := store.ValidateRecord(0, r); err != nil {
+		var re *store.RecordError
+		if errors.As(err, &re) {
+			err = re.Err
+		}
+		im.refuse(loc.Line, r, err)
+		return nil
+	}
+	im.recs = append(im.recs, loc.Record)
+	im.lines = append(im.lines, loc.Line)
+	if len(im.recs) == importBatch {
+		return im.flush()
+	}
+	return nil
+}
+
+// flush stores the batch.
+func (im *importer) flush() error {
+	err := im.store(im.recs, im.lines)
+	im.recs, im.lines = im.recs[:0], im.lines[:0]
+	return err
+}
+
+// store appends recs (read from lines) and, if the store refuses the
+// batch, stores all of it but the records it refuses. It returns an error
+// only when the import cannot go on.
+func (im *importer) store(recs []trace.Record, lines []int) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n, err := im.st.Append(im.ctx, recs)
+	if err == nil {
+		im.res.Added += n
+		return nil
+	}
+	if cerr := im.ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s: storing records: %w", im.path, err)
+	}
+	var re *store.RecordError
+	if errors.As(err, &re) && re.Index >= 0 && re.Index < len(recs) && recs[re.Index].TraceID == re.TraceID && recs[re.Index].Seq == re.Seq {
+		i := re.Index
+		if err := im.refuseByStore(lines[i], &recs[i], re.Err); err != nil {
+			return err
+		}
+		if err := im.store(recs[:i], lines[:i]); err != nil {
+			return err
+		}
+		return im.store(recs[i+1:], lines[i+1:])
+	}
+	if len(recs) == 1 {
+		return im.refuseByStore(lines[0], &recs[0], err)
+	}
+	half := len(recs) / 2
+	if err := im.store(recs[:half], lines[:half]); err != nil {
+		return err
+	}
+	return im.store(recs[half:], lines[half:])
+}
+
+// refuseByStore records a refusal the store made, and gives up on the file
+// after maxStoreRefusals of them.
+func (im *importer) refuseByStore(line int, r *trace.Record, err error) error {
+	im.refuse(line, r, err)
+	if im.storeRefusals++; im.storeRefusals >= maxStoreRefusals {
+		return fmt.Errorf("%s: the store refused %d records, the last at %s: %w; giving up on this file (is the store writable?)",
+			im.path, im.storeRefusals, im.where(line, r.TraceID, r.Seq), err)
+	}
+	return nil
+}
+
+// refuse counts and lists one refused record.
+func (im *importer) refuse(line int, r *trace.Record, err error) {
+	im.res.Refused++
+	if len(im.res.RefusedRecords) < maxListed {
+		im.res.RefusedRecords = append(im.res.RefusedRecords, Refused{Line: line, TraceID: r.TraceID, Seq: r.Seq, Type: r.Type, Error: err.Error()})
+	}
+}
+
+// where names a record of the file: file:line, trace and seq.
+func (im *importer) where(line int, id trace.TraceID, seq uint64) string {
+	at := im.path
+	if line > 0 {
+		at += ":" + strconv.Itoa(line)
+	}
+	return fmt.Sprintf("%s (trace %s seq %d)", at, id, seq)
+}
+
+func lineName(line int) string {
+	if line > 0 {
+		return "line " + strconv.Itoa(line)
+	}
+	return "an earlier record"
+}
+
+// warn counts the seq gaps and words the warnings.
+func (im *importer) warn() {
+	res := im.res
+	if res.Conflicts > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %d records repeat the trace and seq of an earlier record with different content; the first copy is kept (first: %s)",
+			im.path, res.Conflicts, im.firstConflict))
+	}
+	var first string
+	ids := make([]trace.TraceID, 0, len(im.seen))
+	for id := range im.seen {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b trace.TraceID) int { return bytes.Compare(a[:], b[:]) })
+	for _, id := range ids {
+		seqs := slices.Sorted(maps.Keys(im.seen[id]))
+		missing := 0
+		for i := 1; i < len(seqs); i++ {
+			if d := seqs[i] - seqs[i-1]; d > 1 {
+				if first == "" {
+					first = fmt.Sprintf("trace %s lacks seqs %d-%d", id, seqs[i-1]+1, seqs[i]-1)
+					if d == 2 {
+						first = fmt.Sprintf("trace %s lacks seq %d", id, seqs[i-1]+1)
+					}
+				}
+				missing += int(min(d-1, math.MaxInt32))
+			}
+		}
+		if missing > 0 {
+			res.SeqGaps += missing
+			res.GapTraces++
+		}
+	}
+	if res.SeqGaps > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %d seqs missing in %d traces (first: %s); records were lost before this file was written, or the file holds part of a trace",
+			im.path, res.SeqGaps, res.GapTraces, first))
+	}
+}
+
 // ImportFiles imports each file in paths in turn (see Import) and writes
 // a line per file to w, or, with asJSON, the results as one JSON array.
-// Each failure is also written to errw as it happens. A bad file does not
-// stop the others; when any failed, the error wraps ErrSome.
+// Each failure, refused record and warning is also written to errw as it
+// happens. A bad file does not stop the others; when any failed, the error
+// wraps ErrSome.
 func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths []string, f traceio.Format, asJSON bool) error {
 	results := make([]ImportResult, 0, len(paths))
 	failed := 0
 	for _, path := range paths {
 		r := Import(ctx, st, path, f)
 		results = append(results, r)
+		for _, rr := range r.RefusedRecords {
+			at := path
+			if rr.Line > 0 {
+				at += ":" + strconv.Itoa(rr.Line)
+			}
+			fmt.Fprintf(errw, "loupe: %s: record refused (trace %s seq %d type %q): %s\n", at, rr.TraceID, rr.Seq, rr.Type, rr.Error)
+		}
+		if n := r.Refused - len(r.RefusedRecords); n > 0 {
+			fmt.Fprintf(errw, "loupe: %s: %d more records refused\n", path, n)
+		}
+		for _, warning := range r.Warnings {
+			fmt.Fprintln(errw, "loupe: warning:", warning)
+		}
 		if r.Err != nil {
 			failed++
 			fmt.Fprintln(errw, "loupe:", r.Err)
 		}
 		if !asJSON {
-			fmt.Fprintf(w, "%s: %s, %d records in %d traces (%d new)\n", path, r.Format, r.Records, r.Traces, r.Added)
+			fmt.Fprintf(w, "%s: %s, %d records in %d traces (%d new", path, r.Format, r.Records, r.Traces, r.Added)
+			if r.Refused > 0 {
+				fmt.Fprintf(w, ", %d refused", r.Refused)
+			}
+			fmt.Fprintln(w, ")")
 		}
 	}
 	if asJSON {

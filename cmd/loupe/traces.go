@@ -44,7 +44,13 @@ func withStore(cmd *cobra.Command, fn func(ctx context.Context, st store.Store) 
 	if err != nil {
 		return err
 	}
-	err = fn(ctx, st)
+	if f := cmd.Flag("stale-after"); f != nil {
+		d, _ := time.ParseDuration(f.Value.String()) // parsed already by the flag
+		err = store.Configure(st, store.Options{StaleAfter: d})
+	}
+	if err == nil {
+		err = fn(ctx, st)
+	}
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
@@ -62,6 +68,8 @@ func newTracesCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newTracesLsCmd(), newTracesShowCmd(), newTracesSearchCmd(), newTracesRmCmd(),
 		newTracesPruneCmd(), newTracesExportCmd(), newTracesImportCmd())
+	cmd.PersistentFlags().Duration("stale-after", store.DefaultStaleAfter,
+		"show a trace whose run has not ended as incomplete once it has been silent this long (negative: never)")
 	return cmd
 }
 
@@ -71,7 +79,7 @@ func criteriaFlags(cmd *cobra.Command, c *tracesview.Criteria, search bool) {
 	if !search {
 		f.StringVar(&c.Name, "name", "", "root run name")
 	}
-	f.StringVar(&c.Status, "status", "", "termination reason: success, error, max_iterations, …, or running")
+	f.StringVar(&c.Status, "status", "", "termination reason: success, error, max_iterations, …, running, or incomplete (not ended and silent longer than --stale-after)")
 	f.StringVar(&c.Since, "since", "", "started at or after: a duration before now (24h, 7d) or a time (2006-01-02, RFC 3339)")
 	f.StringVar(&c.Until, "until", "", "started before (same forms as --since)")
 	f.StringArrayVar(&c.Tags, "tag", nil, "has this run tag, e.g. env:ci (repeatable; all must match)")
@@ -353,9 +361,14 @@ func newTracesImportCmd() *cobra.Command {
 		Short: "Import trace files (Loupe JSONL, AgentV, omni, Fragola OpenTelemetry)",
 		Long: `Import trace files into the store. --format auto (the default) tells the
 format from the content; loupe, agentv, agentv-results, omni, fragola and otlp pick
-one. Importing a file twice stores its records once. A bad file is reported
-with its file:line and field; the records before the problem are kept, the
-other files are imported, and the command exits non-zero.`,
+one. Importing a file twice stores its records once. A record the store
+refuses (a time outside 1678-2261, a seq beyond 2^63-1, …) is reported with
+its file:line and left out; every other record of the file is stored. A
+line that cannot be read is reported with its file:line and field; the
+records before it are kept. Records repeating a trace and seq with
+different content (the first copy is kept) and gaps in a trace's seqs are
+reported as warnings with counts. The other files are imported either way,
+and the command exits non-zero if a record was refused or a file failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := traceio.ParseFormat(format)

@@ -48,7 +48,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -112,6 +112,8 @@ var migrations = []string{
 		RETURN NEW;
 	END $$;
 	CREATE TRIGGER records_tsv BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION loupe_records_tsv();`,
+	// 3: the records lost per trace, summed from its dropped markers.
+	`ALTER TABLE traces ADD COLUMN lost bigint NOT NULL DEFAULT 0;`,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.
@@ -359,6 +361,9 @@ func copyRows(rows []*trace.Record) pgx.CopyFromSource {
 		return []any{r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), buf[start:len(buf):len(buf)], body(r)}, nil
 	})
 }
+
+// SetOptions implements store.Configurable.
+func (s *Store) SetOptions(o store.Options) { s.db.SetOptions(o) }
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {

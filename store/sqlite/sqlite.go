@@ -37,7 +37,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -101,6 +101,8 @@ var migrations = []string{
 		SELECT id, concat_ws(char(10), json_extract(doc, '$.name'), json_extract(doc, '$.error'),
 			json_extract(doc, '$.input'), json_extract(doc, '$.output'), json_extract(doc, '$.thinking'))
 		FROM records;`,
+	// 3: the records lost per trace, summed from its dropped markers.
+	`ALTER TABLE traces ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.
@@ -226,137 +228,192 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	if s.wconn == nil {
 		return 0, fmt.Errorf("append to %s: store is closed", s.db.Name)
 	}
-	// The transaction is driven by hand on the write connection so that
-	// its statements, prepared once, are reused (database/sql's Tx would
-	// prepare them again in every transaction).
-	stmt := func(q string) (*sql.Stmt, error) {
-		st := s.stmts[q]
-		if st == nil {
-			var err error
-			if st, err = s.wconn.PrepareContext(ctx, q); err != nil {
-				return nil, err
-			}
-			s.stmts[q] = st
-		}
-		return st, nil
-	}
-	begin, err := stmt("BEGIN IMMEDIATE")
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
+		return 0, err
+	}
+	defer tx.rollback()
+	added, fts, err := tx.insertRecords(recs)
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.indexText(fts); err != nil {
+		return 0, err
+	}
+	if len(added) > 0 {
+		if err := s.db.D.ApplyDeltas(ctx, tx.exec, sqlstore.Deltas(added)); err != nil {
+			return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
+		}
+	}
+	if err := tx.commit(); err != nil {
+		return 0, err
+	}
+	return len(added), nil
+}
+
+// writeTx is one Append's transaction, driven by hand on the write
+// connection so that its statements, prepared once, are reused
+// (database/sql's Tx would prepare them again in every transaction). It is
+// used with s.wmu held.
+type writeTx struct {
+	s         *Store
+	ctx       context.Context
+	committed bool
+}
+
+// begin starts an immediate transaction on s.wconn.
+func (s *Store) begin(ctx context.Context) (*writeTx, error) {
+	tx := &writeTx{s: s, ctx: ctx}
+	begin, err := tx.stmt("BEGIN IMMEDIATE")
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", s.db.Name, err)
 	}
 	if _, err := begin.ExecContext(ctx); err != nil {
-		return 0, fmt.Errorf("append to %s: begin: %w", s.db.Name, err)
+		return nil, fmt.Errorf("append to %s: begin: %w", s.db.Name, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			// A background context: the rollback must happen even if ctx is done.
-			s.wconn.ExecContext(context.Background(), "ROLLBACK")
+	return tx, nil
+}
+
+// stmt returns the statement for q prepared on the write connection,
+// preparing it the first time.
+func (tx *writeTx) stmt(q string) (*sql.Stmt, error) {
+	s := tx.s
+	st := s.stmts[q]
+	if st == nil {
+		var err error
+		if st, err = s.wconn.PrepareContext(tx.ctx, q); err != nil {
+			return nil, err
 		}
-	}()
-	// Rows go in multi-row statements of up to insertChunk records:
-	// per-statement overhead, not SQLite, dominates single-row inserts.
-	// RETURNING names the rows actually inserted (not already stored).
-	added := make([]*trace.Record, 0, len(recs))
-	var buf []byte
-	var args []any
+		s.stmts[q] = st
+	}
+	return st, nil
+}
+
+// exec runs q with args as a prepared statement; it is the
+// sqlstore.Execer the summaries are written with.
+func (tx *writeTx) exec(ctx context.Context, q string, args ...any) error {
+	st, err := tx.stmt(q)
+	if err == nil {
+		_, err = st.ExecContext(ctx, args...)
+	}
+	return err
+}
+
+// commit commits the transaction.
+func (tx *writeTx) commit() error {
+	if err := tx.exec(tx.ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("append to %s: commit: %w", tx.s.db.Name, err)
+	}
+	tx.committed = true
+	return nil
+}
+
+// rollback undoes the transaction unless it was committed.
+func (tx *writeTx) rollback() {
+	if !tx.committed {
+		// A background context: the rollback must happen even if ctx is done.
+		tx.s.wconn.ExecContext(context.Background(), "ROLLBACK")
+	}
+}
+
+// insertRecords inserts recs in multi-row statements of up to insertChunk
+// records (per-statement overhead, not SQLite, dominates single-row
+// inserts) and returns the records actually inserted (not already stored)
+// and the text index rows for them, as a JSON array [[id, body], …].
+func (tx *writeTx) insertRecords(recs []trace.Record) (added []*trace.Record, fts []byte, err error) {
+	added = make([]*trace.Record, 0, len(recs))
 	// The text index gets every new row in one statement at the end: FTS5
 	// flushes its pending terms to a new segment at every statement
 	// boundary, so one statement per batch makes one segment, not one per
-	// chunk. The rows travel as one JSON array parameter ([[id, body], …]).
-	fts := []byte{'['}
-	var offs []int
-	idx := make(map[recKey]int, insertChunk)
+	// chunk.
+	fts = []byte{'['}
+	c := chunkBuf{idx: make(map[recKey]int, insertChunk)}
 	for start := 0; start < len(recs); start += insertChunk {
 		part := recs[start:min(start+insertChunk, len(recs))]
-		buf, offs = buf[:0], offs[:0]
-		for i := range part {
-			offs = append(offs, len(buf))
-			buf = part[i].AppendJSON(buf)
-		}
-		offs = append(offs, len(buf))
-		args = args[:0]
-		clear(idx)
-		for i := range part {
-			r := &part[i]
-			args = append(args, r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), buf[offs[i]:offs[i+1]])
-			if _, dup := idx[recKey{r.TraceID, r.Seq}]; !dup {
-				idx[recKey{r.TraceID, r.Seq}] = i
-			}
-		}
-		ins, err := stmt(multiRow("INSERT INTO records (trace_id, seq, ts, type, doc) VALUES ", 5, len(part), " ON CONFLICT DO NOTHING RETURNING id, trace_id, seq"))
+		c.fill(part)
+		ins, err := tx.stmt(multiRow("INSERT INTO records (trace_id, seq, ts, type, doc) VALUES ", 5, len(part), " ON CONFLICT DO NOTHING RETURNING id, trace_id, seq"))
 		if err != nil {
-			return 0, err
+			return nil, nil, err
 		}
-		rows, err := ins.QueryContext(ctx, args...)
+		rows, err := ins.QueryContext(tx.ctx, c.args...)
 		if err != nil {
-			return 0, fmt.Errorf("append to %s: records %d-%d: %w", s.db.Name, start, start+len(part)-1, err)
+			return nil, nil, fmt.Errorf("append to %s: records %d-%d: %w", tx.s.db.Name, start, start+len(part)-1, err)
 		}
+		// RETURNING names the rows actually inserted.
 		for rows.Next() {
 			var id, seq int64
 			var tid []byte
 			if err := rows.Scan(&id, &tid, &seq); err != nil {
 				rows.Close()
-				return 0, err
+				return nil, nil, err
 			}
-			r := &part[idx[recKey{trace.TraceID(tid), uint64(seq)}]]
+			r := &part[c.idx[recKey{trace.TraceID(tid), uint64(seq)}]]
 			added = append(added, r)
-			body := sqlstore.Body(r)
-			if body == "" {
-				continue // nothing to find it by (a third of a typical run: iteration marks)
-			}
-			if len(fts) > 1 {
-				fts = append(fts, ',')
-			}
-			fts = append(fts, '[')
-			fts = strconv.AppendInt(fts, id, 10)
-			fts = append(fts, ',')
-			fts = trace.AppendString(fts, body)
-			fts = append(fts, ']')
+			fts = appendTextRow(fts, id, r)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
+			return nil, nil, fmt.Errorf("append to %s: %w", tx.s.db.Name, err)
 		}
+	}
+	return added, fts, nil
+}
+
+// chunkBuf holds one insert statement's arguments, reused across chunks.
+type chunkBuf struct {
+	buf  []byte         // the chunk's encoded records, back to back
+	offs []int          // where each record starts in buf, and buf's end
+	args []any          // the statement's arguments, 5 per record
+	idx  map[recKey]int // the first position in the chunk of each (trace, seq)
+}
+
+// fill encodes part into c's buffers.
+func (c *chunkBuf) fill(part []trace.Record) {
+	c.buf, c.offs, c.args = c.buf[:0], c.offs[:0], c.args[:0]
+	for i := range part {
+		c.offs = append(c.offs, len(c.buf))
+		c.buf = part[i].AppendJSON(c.buf)
+	}
+	c.offs = append(c.offs, len(c.buf))
+	clear(c.idx)
+	for i := range part {
+		r := &part[i]
+		c.args = append(c.args, r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), c.buf[c.offs[i]:c.offs[i+1]])
+		if _, dup := c.idx[recKey{r.TraceID, r.Seq}]; !dup {
+			c.idx[recKey{r.TraceID, r.Seq}] = i
+		}
+	}
+}
+
+// appendTextRow adds r's text index row [id, body] to the JSON array fts,
+// unless r has no text (a third of a typical run: iteration marks).
+func appendTextRow(fts []byte, id int64, r *trace.Record) []byte {
+	body := sqlstore.Body(r)
+	if body == "" {
+		return fts
 	}
 	if len(fts) > 1 {
-		fts = append(fts, ']')
-		st, err := stmt("INSERT INTO records_fts (rowid, body) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)")
-		if err != nil {
-			return 0, err
-		}
-		if _, err := st.ExecContext(ctx, string(fts)); err != nil {
-			return 0, fmt.Errorf("append to %s: index records: %w", s.db.Name, err)
-		}
+		fts = append(fts, ',')
 	}
-	commit := func() error {
-		st, err := stmt("COMMIT")
-		if err == nil {
-			_, err = st.ExecContext(ctx)
-		}
-		if err != nil {
-			return fmt.Errorf("append to %s: commit: %w", s.db.Name, err)
-		}
-		committed = true
+	fts = append(fts, '[')
+	fts = strconv.AppendInt(fts, id, 10)
+	fts = append(fts, ',')
+	fts = trace.AppendString(fts, body)
+	return append(fts, ']')
+}
+
+// indexText inserts the text index rows collected by insertRecords, as one
+// JSON array parameter.
+func (tx *writeTx) indexText(fts []byte) error {
+	if len(fts) <= 1 {
 		return nil
 	}
-	if len(added) == 0 {
-		return 0, commit()
+	fts = append(fts, ']')
+	err := tx.exec(tx.ctx, "INSERT INTO records_fts (rowid, body) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", string(fts))
+	if err != nil {
+		return fmt.Errorf("append to %s: index records: %w", tx.s.db.Name, err)
 	}
-	exec := func(ctx context.Context, q string, args ...any) error {
-		st, err := stmt(q)
-		if err == nil {
-			_, err = st.ExecContext(ctx, args...)
-		}
-		return err
-	}
-	if err := s.db.D.ApplyDeltas(ctx, exec, sqlstore.Deltas(added)); err != nil {
-		return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
-	}
-	if err := commit(); err != nil {
-		return 0, err
-	}
-	return len(added), nil
+	return nil
 }
 
 // Delete implements store.Store.
@@ -410,6 +467,9 @@ func multiRow(prefix string, cols, rows int, suffix string) string {
 	b.WriteString(suffix)
 	return b.String()
 }
+
+// SetOptions implements store.Configurable.
+func (s *Store) SetOptions(o store.Options) { s.db.SetOptions(o) }
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {

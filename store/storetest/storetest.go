@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConcurrentWriters", testConcurrent},
 		{"ManyTracesOneBatch", testManyTraces},
 		{"Sink", testSink},
+		{"Incomplete", testIncomplete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -241,13 +243,15 @@ func testBadInput(t *testing.T, s store.Store) {
 		{"zero seq", func(r *trace.Record) { r.Seq = 0 }, "seq is zero"},
 		{"bad type", func(r *trace.Record) { r.Type = "tool.exploded" }, "unknown record type"},
 		{"zero time", func(r *trace.Record) { r.Time = time.Time{} }, "time is zero"},
+		{"time in year 9999", func(r *trace.Record) { r.Time = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, "outside the years"},
+		{"seq 2^64-1", func(r *trace.Record) { r.Seq = math.MaxUint64 }, "too large"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			batch := slices.Clone(good)
 			tt.mod(&batch[3])
 			_, err := s.Append(ctx, batch)
 			var re *store.RecordError
-			if !errors.As(err, &re) || re.Index != 3 || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "record 3") {
+			if !errors.As(err, &re) || re.Index != 3 || re.TraceID != batch[3].TraceID || re.Seq != batch[3].Seq || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "record 3") {
 				t.Fatalf("Append error = %v, want a RecordError for record 3 saying %q", err, tt.want)
 			}
 			if _, err := s.Trace(ctx, good[0].TraceID); !errors.Is(err, store.ErrNotFound) {

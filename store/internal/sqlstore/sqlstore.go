@@ -15,10 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -85,14 +87,36 @@ type DB struct {
 	D        Dialect
 	Name     string // path or redacted DSN, for messages
 	ReadOnly error  // non-nil: writes fail with this (a newer schema)
+
+	staleAfter atomic.Int64 // store.Options.StaleAfter, as set by SetOptions
+}
+
+// SetOptions implements store.Configurable.
+func (db *DB) SetOptions(o store.Options) { db.staleAfter.Store(int64(o.StaleAfter)) }
+
+// cutoff returns the last_time (Unix ns) below which a trace that has not
+// ended is stale, as of now; math.MinInt64 when traces never go stale.
+func (db *DB) cutoff() int64 {
+	c, ok := store.Options{StaleAfter: time.Duration(db.staleAfter.Load())}.StaleCutoff(time.Now())
+	if !ok {
+		return math.MinInt64
+	}
+	return c.UnixNano()
+}
+
+// statusExpr is a trace's reported status over alias t: the stored status,
+// except that a running trace last heard of before cutoff is incomplete.
+func statusExpr(b *Builder, cutoff int64) string {
+	return "CASE WHEN t.status = 'running' AND t.last_time < " + b.Arg(cutoff) + " THEN 'incomplete' ELSE t.status END"
 }
 
 // DurationExpr is a trace's duration in SQL over alias t.
 const DurationExpr = "COALESCE(t.run_duration, t.last_time - t.started)"
 
 // Where returns the conditions (ANDed) selecting the traces (alias t) that f
-// selects.
-func Where(b *Builder, f *store.Filter) []string {
+// selects; cutoff is the stale cutoff of (*DB).cutoff, which tells
+// store.StatusRunning from store.StatusIncomplete.
+func Where(b *Builder, f *store.Filter, cutoff int64) []string {
 	var c []string
 	if len(f.IDs) > 0 {
 		c = append(c, "t.trace_id IN "+b.In(f.IDs))
@@ -110,7 +134,13 @@ func Where(b *Builder, f *store.Filter) []string {
 	if f.Name != "" {
 		c = append(c, "t.name = "+b.Arg(f.Name))
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case store.StatusRunning:
+		c = append(c, "t.status = 'running' AND t.last_time >= "+b.Arg(cutoff))
+	case store.StatusIncomplete:
+		c = append(c, "t.status = 'running' AND t.last_time < "+b.Arg(cutoff))
+	default:
 		c = append(c, "t.status = "+b.Arg(f.Status))
 	}
 	if !f.Since.IsZero() {
@@ -175,16 +205,23 @@ func decodeCursor(c string) (int64, string, error) {
 	return 0, "", fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", c)
 }
 
-const summaryCols = "t.trace_id, t.name, t.started, " + DurationExpr + ", t.status, t.records, t.iterations, t.model_calls, t.tool_calls, t.input_tokens, t.output_tokens, t.cost, t.errors"
+// summaryCols are the columns scanSummary reads; their one argument (the
+// stale cutoff) is added to b, so they must be built before any argument
+// that follows them in the statement.
+func summaryCols(b *Builder, cutoff int64) string {
+	return "t.trace_id, t.name, t.started, " + DurationExpr + ", " + statusExpr(b, cutoff) +
+		", t.records, t.iterations, t.model_calls, t.tool_calls, t.input_tokens, t.output_tokens, t.cost, t.errors, t.lost"
+}
 
 func scanSummary(sc interface{ Scan(...any) error }) (store.Summary, error) {
 	var s store.Summary
 	var id []byte
 	var started, dur int64
 	if err := sc.Scan(&id, &s.Name, &started, &dur, &s.Status, &s.Records, &s.Iterations, &s.ModelCalls, &s.ToolCalls,
-		&s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.Errors); err != nil {
+		&s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.Errors, &s.Lost); err != nil {
 		return s, err
 	}
+	s.Incomplete = s.Lost > 0 || s.Status == store.StatusIncomplete
 	copy(s.ID[:], id)
 	s.Started = time.Unix(0, started).UTC()
 	s.Duration = time.Duration(dur)
@@ -240,7 +277,9 @@ func (db *DB) fillFacets(ctx context.Context, sums []store.Summary) error {
 // List implements store.Store.
 func (db *DB) List(ctx context.Context, q store.ListQuery) (store.ListPage, error) {
 	b := db.D.NewBuilder()
-	c := Where(b, &q.Filter)
+	cutoff := db.cutoff()
+	cols := summaryCols(b, cutoff)
+	c := Where(b, &q.Filter, cutoff)
 	if q.Cursor != "" {
 		t, tie, err := decodeCursor(q.Cursor)
 		if err != nil {
@@ -254,7 +293,7 @@ func (db *DB) List(ctx context.Context, q store.ListQuery) (store.ListPage, erro
 		c = append(c, "(t.started < "+ta+" OR (t.started = "+b.Arg(t)+" AND t.trace_id < "+b.Arg(id)+"))")
 	}
 	limit := limitOf(q.Limit)
-	query := "SELECT " + summaryCols + " FROM traces t" + where(c) +
+	query := "SELECT " + cols + " FROM traces t" + where(c) +
 		" ORDER BY t.started DESC, t.trace_id DESC LIMIT " + b.Arg(limit+1)
 	if q.Cursor == "" && q.Offset > 0 {
 		query += " OFFSET " + b.Arg(q.Offset)
@@ -287,7 +326,8 @@ func (db *DB) List(ctx context.Context, q store.ListQuery) (store.ListPage, erro
 // Trace implements store.Store.
 func (db *DB) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {
 	b := db.D.NewBuilder()
-	row := db.SQL.QueryRowContext(ctx, "SELECT "+summaryCols+" FROM traces t WHERE t.trace_id = "+b.Arg(id[:]), b.Args...)
+	cols := summaryCols(b, db.cutoff())
+	row := db.SQL.QueryRowContext(ctx, "SELECT "+cols+" FROM traces t WHERE t.trace_id = "+b.Arg(id[:]), b.Args...)
 	sum, err := scanSummary(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("trace %s: %w in %s", id, store.ErrNotFound, db.Name)
@@ -352,7 +392,7 @@ func (db *DB) Export(ctx context.Context, f store.Filter) iter.Seq2[trace.Record
 		}
 		for {
 			b := db.D.NewBuilder()
-			c := Where(b, &f)
+			c := Where(b, &f, db.cutoff())
 			if after != nil {
 				c = append(c, "(t.started > "+b.Arg(after.started)+" OR (t.started = "+b.Arg(after.started)+" AND t.trace_id > "+b.Arg(after.id)+"))")
 			}
@@ -432,7 +472,7 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 			c = append(c, db.D.TextMatch(b, terms))
 		}
 	}
-	c = append(c, Where(b, &q.Filter)...)
+	c = append(c, Where(b, &q.Filter, db.cutoff())...)
 	if len(q.Types) > 0 {
 		var ps []string
 		for _, t := range q.Types {
@@ -553,12 +593,21 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // Aggregate implements store.Store.
 func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggregates, error) {
+	cutoff := db.cutoff()
+	f := store.Filter{Since: since, Until: until}
+	// The totals have an argument before the range's, so they get their
+	// own builder (SQLite's ? placeholders are positional).
+	tb := db.D.NewBuilder()
+	totals := "SELECT COUNT(*), CAST(COALESCE(SUM(t.records), 0) AS BIGINT), " +
+		"CAST(COALESCE(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END), 0) AS BIGINT), " +
+		"CAST(COALESCE(SUM(CASE WHEN t.lost > 0 OR (t.status = 'running' AND t.last_time < " + tb.Arg(cutoff) + ") THEN 1 ELSE 0 END), 0) AS BIGINT), " +
+		"CAST(COALESCE(SUM(t.lost), 0) AS BIGINT) FROM traces t"
+	totals += where(Where(tb, &f, cutoff))
 	b := db.D.NewBuilder()
-	w := where(Where(b, &store.Filter{Since: since, Until: until}))
+	w := where(Where(b, &f, cutoff))
 	a := store.Aggregates{ByModel: map[string]trace.ModelStats{}, ByTool: map[string]store.ToolAggregate{}}
-	row := db.SQL.QueryRowContext(ctx, "SELECT COUNT(*), CAST(COALESCE(SUM(t.records), 0) AS BIGINT), "+
-		"CAST(COALESCE(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END), 0) AS BIGINT) FROM traces t"+w, b.Args...)
-	if err := row.Scan(&a.Traces, &a.Records, &a.ErrorTraces); err != nil {
+	row := db.SQL.QueryRowContext(ctx, totals, tb.Args...)
+	if err := row.Scan(&a.Traces, &a.Records, &a.ErrorTraces, &a.Incomplete, &a.Lost); err != nil {
 		return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
 	}
 	if a.Traces > 0 {
@@ -712,6 +761,7 @@ type TraceDelta struct {
 	Last    int64
 	RunDur  sql.NullInt64 // root run.end's duration, if in the batch
 	Status  string        // root run.end's status, if in the batch
+	Lost    int64         // records lost, summed over trace.TypeDropped markers (store.LostCount)
 	Stats   trace.Stats
 	Tags    []string
 }
@@ -731,6 +781,7 @@ func Deltas(added []*trace.Record) []*TraceDelta {
 		}
 		d.Started, d.Last = min(d.Started, start), max(d.Last, t)
 		d.Stats.Add(r)
+		d.Lost += store.LostCount(r)
 		if r.Depth == 0 {
 			switch r.Type {
 			case trace.TypeRunStart:
@@ -762,7 +813,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		least, greatest = "LEAST", "GREATEST"
 	}
 	traceSQL := "INSERT INTO traces AS t (trace_id, name, started, last_time, run_duration, status, records, iterations, model_calls, tool_calls, " +
-		"input_tokens, output_tokens, cost, errors) VALUES %s ON CONFLICT (trace_id) DO UPDATE SET " +
+		"input_tokens, output_tokens, cost, errors, lost) VALUES %s ON CONFLICT (trace_id) DO UPDATE SET " +
 		"name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE t.name END, " +
 		"started = " + least + "(t.started, excluded.started), last_time = " + greatest + "(t.last_time, excluded.last_time), " +
 		"run_duration = COALESCE(excluded.run_duration, t.run_duration), " +
@@ -770,7 +821,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		"records = t.records + excluded.records, iterations = t.iterations + excluded.iterations, " +
 		"model_calls = t.model_calls + excluded.model_calls, tool_calls = t.tool_calls + excluded.tool_calls, " +
 		"input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens, " +
-		"cost = t.cost + excluded.cost, errors = t.errors + excluded.errors"
+		"cost = t.cost + excluded.cost, errors = t.errors + excluded.errors, lost = t.lost + excluded.lost"
 	modelSQL := "INSERT INTO trace_models AS m (trace_id, model, calls, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost) " +
 		"VALUES %s ON CONFLICT (trace_id, model) DO UPDATE SET calls = m.calls + excluded.calls, errors = m.errors + excluded.errors, " +
 		"input_tokens = m.input_tokens + excluded.input_tokens, output_tokens = m.output_tokens + excluded.output_tokens, " +
@@ -783,7 +834,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 	// (trace, tool) or (trace, tag) occurs once in ds, so no statement
 	// touches a row twice (which PostgreSQL refuses).
 	var traces, models, tools, tags rowSet
-	traces.cols, models.cols, tools.cols, tags.cols = 14, 9, 5, 2
+	traces.cols, models.cols, tools.cols, tags.cols = 15, 9, 5, 2
 	for _, t := range ds {
 		s := &t.Stats
 		status := t.Status
@@ -795,7 +846,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 			runDur = t.RunDur.Int64
 		}
 		traces.add(t.ID[:], t.Name, t.Started, t.Last, runDur, status, s.Records, s.Iterations, s.ModelCalls, s.ToolCalls,
-			s.InputTokens, s.OutputTokens, s.CostUSD, s.Errors)
+			s.InputTokens, s.OutputTokens, s.CostUSD, s.Errors, t.Lost)
 		for _, name := range sortedKeys(s.ByModel) {
 			m := s.ByModel[name]
 			models.add(t.ID[:], name, m.Calls, m.Errors, m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens, m.CostUSD)
