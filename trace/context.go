@@ -128,6 +128,7 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 	}
 	ec := &ExecutionContext{
 		t:     t,
+		ctx:   ctx,
 		trace: &traceState{id: tid},
 		name:  name,
 		span:  NewSpanID(),
@@ -158,6 +159,7 @@ type traceState struct {
 // nothing.
 type ExecutionContext struct {
 	t      *Tracer
+	ctx    context.Context // the run's: a record waiting for room under Block gives up when it is done
 	trace  *traceState
 	name   string
 	span   SpanID
@@ -176,6 +178,7 @@ type ExecutionContext struct {
 	iterStart time.Time
 	arena     []byte     // holds copies of small recorded values; see keep
 	unsent    []logRange // records not yet taken by the dispatcher
+	lost      loss       // records dropped for the sinks, not yet in a marker
 	queued    bool       // registered with the dispatcher, not yet taken
 	end       time.Time
 	ended     bool
@@ -283,6 +286,11 @@ func (ec *ExecutionContext) record(r Record) {
 		r.SpanID = NewSpanID()
 	}
 	fresh := ec.capture(&r)
+	d := t.disp
+	background := d != nil && !d.opts.Inline
+	// Before the lock, so that a Block policy waiting for room in the
+	// queue holds up only this goroutine.
+	sent := background && d.reserve(ec.ctx)
 
 	ec.mu.Lock()
 	ec.keep(&r, fresh)
@@ -295,8 +303,6 @@ func (ec *ExecutionContext) record(r Record) {
 			r.ParentID = ec.iterSpan
 		}
 	}
-	d := t.disp
-	background := d != nil && !d.opts.Inline
 	if background && !ec.queued {
 		// Registered before the record gets its Seq, so that a delivery
 		// that saw this Seq also sees this run: see Dispatcher.take.
@@ -307,26 +313,17 @@ func (ec *ExecutionContext) record(r Record) {
 	idx := ec.records.n
 	ec.records.append(r)
 	ec.stats.Add(&r)
-	var full bool
-	if background {
-		var ok bool
-		if ok, full = d.reserve(); ok {
-			ec.addUnsent(idx)
-		}
+	if sent {
+		ec.addUnsent(idx)
+	} else if background {
+		ec.lost.add(r.Seq, r.Time) // reported by a marker: see Dispatcher.round
 	}
 	ec.mu.Unlock()
-	// Outside the lock, so that a Block policy waiting for room in the queue
-	// holds up only this goroutine.
 	if d != nil {
 		if d.opts.Inline {
-			d.Emit(r)
-		} else {
-			if ls := d.listeners.Load(); ls != nil {
-				d.notify(*ls, &r)
-			}
-			if full {
-				d.waitRoom()
-			}
+			d.emit(r)
+		} else if ls := d.listeners.Load(); ls != nil {
+			d.notify(*ls, &r)
 		}
 	}
 
@@ -538,12 +535,12 @@ func (ec *ExecutionContext) SpawnChild(name string, data any) *ExecutionContext 
 	if ec == nil {
 		return nil
 	}
-	return ec.spawn(name, data, SpanID{})
+	return ec.spawn(ec.ctx, name, data, SpanID{})
 }
 
-func (ec *ExecutionContext) spawn(name string, data any, under SpanID) *ExecutionContext {
+func (ec *ExecutionContext) spawn(ctx context.Context, name string, data any, under SpanID) *ExecutionContext {
 	c := &ExecutionContext{
-		t: ec.t, trace: ec.trace, name: name, span: NewSpanID(),
+		t: ec.t, ctx: ctx, trace: ec.trace, name: name, span: NewSpanID(),
 		parent: ec, depth: ec.depth + 1, data: data, start: ec.t.now(),
 	}
 	ec.mu.Lock()
@@ -574,7 +571,7 @@ func SpawnChild(ctx context.Context, name string, data any) (context.Context, *E
 	if s, ok := ctx.Value(spanKey{}).(spanRef); ok && s.ec == ec {
 		under = s.id
 	}
-	c := ec.spawn(name, data, under)
+	c := ec.spawn(ctx, name, data, under)
 	return NewContext(ctx, c), c
 }
 
@@ -844,10 +841,12 @@ func (ec *ExecutionContext) addUnsent(i int) {
 }
 
 // takeUnsent appends to segs the slices of ec's log that wait for the
-// dispatcher and have a Seq of at most cut, and marks them taken. It
-// reports whether records are left (made after the cut), in which case ec
-// stays registered and the caller must put it back on the pending list.
-func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record, bool) {
+// dispatcher and have a Seq of at most cut, and marks them taken; it
+// returns the records dropped since the last marker if the first of them
+// is within the cut. It reports whether records or drops are left (made
+// after the cut), in which case ec stays registered and the caller must
+// put it back on the pending list.
+func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record, loss, bool) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	l := &ec.records
@@ -865,7 +864,11 @@ func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record,
 		break
 	}
 	ec.unsent = append(ec.unsent[:0], ec.unsent[i:]...)
-	left := len(ec.unsent) > 0
+	var lost loss
+	if ec.lost.n > 0 && ec.lost.seq <= cut {
+		lost, ec.lost = ec.lost, loss{}
+	}
+	left := len(ec.unsent) > 0 || ec.lost.n > 0
 	ec.queued = left
-	return segs, left
+	return segs, lost, left
 }

@@ -1,8 +1,12 @@
 package trace_test
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,11 +16,14 @@ import (
 	"github.com/loupe-dev/loupe/trace"
 )
 
+// collect is a sink that keeps what it receives: records in recs,
+// TypeDropped markers in marks.
 type collect struct {
-	mu   sync.Mutex
-	recs []trace.Record
-	gate chan struct{} // if set, each write waits for a token
-	fail error
+	mu    sync.Mutex
+	recs  []trace.Record
+	marks []trace.Record
+	gate  chan struct{} // if set, each write waits for a token
+	fail  error
 }
 
 func (c *collect) WriteRecords(_ context.Context, rs []trace.Record) error {
@@ -25,14 +32,51 @@ func (c *collect) WriteRecords(_ context.Context, rs []trace.Record) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.recs = append(c.recs, rs...)
+	for _, r := range rs {
+		if r.Type == trace.TypeDropped {
+			c.marks = append(c.marks, r)
+		} else {
+			c.recs = append(c.recs, r)
+		}
+	}
 	return c.fail
 }
 
+// len returns how many records, markers aside, the sink received.
 func (c *collect) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.recs)
+}
+
+// lost returns the sum of the counts of the markers the sink received,
+// by trace.
+func (c *collect) lost(t *testing.T) map[trace.TraceID]uint64 {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return markerCounts(t, c.marks)
+}
+
+// markerCounts checks each marker against the contract of TypeDropped and
+// sums their counts by trace.
+func markerCounts(t *testing.T, marks []trace.Record) map[trace.TraceID]uint64 {
+	t.Helper()
+	sum := map[trace.TraceID]uint64{}
+	for _, m := range marks {
+		var out struct{ Count uint64 }
+		if err := json.Unmarshal(m.Output, &out); err != nil || out.Count == 0 || string(m.Output) != `{"count":`+strconv.FormatUint(out.Count, 10)+`}` {
+			t.Fatalf("marker output %s: want {\"count\":N}, N > 0 (%v)", m.Output, err)
+		}
+		if m.Name != "records" || m.V != trace.Version || m.TraceID.IsZero() || m.SpanID.IsZero() || m.Seq == 0 || m.Time.IsZero() {
+			t.Fatalf("marker %s breaks the TypeDropped contract", m.AppendJSON(nil))
+		}
+		if _, err := trace.DecodeRecord(m.AppendJSON(nil)); err != nil {
+			t.Fatalf("marker %s does not decode: %v", m.AppendJSON(nil), err)
+		}
+		sum[m.TraceID] += out.Count
+	}
+	return sum
 }
 
 func rec(i int) trace.Record {
@@ -103,6 +147,9 @@ func TestDispatchDropIsCountedAndReported(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "dropped") || c.len() != int(st.Emitted) {
 		t.Errorf("error %q; sink got %d of %d accepted", err, c.len(), st.Emitted)
+	}
+	if lost := c.lost(t); lost[trace.TraceID{1}] != st.Dropped {
+		t.Errorf("markers count %v lost, want %d for the trace", lost, st.Dropped)
 	}
 }
 
@@ -232,6 +279,18 @@ func TestDispatchRunRecordsDrop(t *testing.T) {
 	if !errors.As(err, &de) || de.Dropped != st.Dropped || c.len() != int(st.Emitted) {
 		t.Fatalf("Shutdown = %v; sink got %d of %d accepted", err, c.len(), st.Emitted)
 	}
+	if lost := c.lost(t); len(lost) != 1 || lost[ec.TraceID()] != st.Dropped {
+		t.Fatalf("markers count %v lost, want %d for trace %s", lost, st.Dropped, ec.TraceID())
+	}
+	// The markers take the Seq of a lost record: with the records
+	// delivered, every Seq of the run appears once, in order.
+	all := append(slices.Clone(c.recs), c.marks...)
+	slices.SortFunc(all, func(a, b trace.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	for i := 1; i < len(all); i++ {
+		if all[i].Seq == all[i-1].Seq {
+			t.Fatalf("seq %d delivered twice (a marker collides with a record)", all[i].Seq)
+		}
+	}
 }
 
 // TestDispatchDeliversWithoutFlush checks that records reach the sink
@@ -262,11 +321,15 @@ func TestDispatchDeliversWithoutFlush(t *testing.T) {
 func TestDispatchAccountingUnderLoad(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[uint64]int{}
+	var marks []trace.Record
 	slow := trace.SinkFunc(func(_ context.Context, rs []trace.Record) error {
 		time.Sleep(50 * time.Microsecond)
 		mu.Lock()
 		for _, r := range rs {
-			seen[r.Seq]++
+			seen[r.Seq]++ // a marker's Seq is that of a lost record
+			if r.Type == trace.TypeDropped {
+				marks = append(marks, r)
+			}
 		}
 		mu.Unlock()
 		return nil
@@ -313,8 +376,11 @@ func TestDispatchAccountingUnderLoad(t *testing.T) {
 			t.Fatalf("seq %d reached the sink %d times", seq, n)
 		}
 	}
-	if uint64(len(seen)) != st.Written {
-		t.Fatalf("sink saw %d distinct records, %d written", len(seen), st.Written)
+	if uint64(len(seen)) != st.Written+uint64(len(marks)) {
+		t.Fatalf("sink saw %d distinct records and %d markers, %d written", len(seen), len(marks), st.Written)
+	}
+	if lost := markerCounts(t, marks)[ec.TraceID()]; lost != st.Dropped {
+		t.Fatalf("markers count %d lost, %d dropped", lost, st.Dropped)
 	}
 }
 
