@@ -269,11 +269,14 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
 	if ec != nil {
-		ec.record(r)
+		ec.record(ec.ctx, r)
 	}
 }
 
-func (ec *ExecutionContext) record(r Record) {
+// record records r; a Block wait for room gives up when ctx is done: the
+// context of the run whose code makes r (a child's for its child.spawn
+// and child.end records, which go in the parent's log).
+func (ec *ExecutionContext) record(ctx context.Context, r Record) {
 	t := ec.t
 	r.V = Version
 	r.TraceID = ec.trace.id
@@ -290,7 +293,7 @@ func (ec *ExecutionContext) record(r Record) {
 	background := d != nil && !d.opts.Inline
 	// Before the lock, so that a Block policy waiting for room in the
 	// queue holds up only this goroutine.
-	sent := background && d.reserve(ec.ctx)
+	sent := background && d.reserve(ctx)
 
 	ec.mu.Lock()
 	ec.keep(&r, fresh)
@@ -553,7 +556,7 @@ func (ec *ExecutionContext) spawn(ctx context.Context, name string, data any, un
 		}
 	}
 	ec.mu.Unlock()
-	ec.Record(Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: c.under, Name: name, Time: c.start})
+	ec.record(ctx, Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: c.under, Name: name, Time: c.start})
 	return c
 }
 
@@ -659,7 +662,7 @@ func (ec *ExecutionContext) End() {
 	ec.mu.Unlock()
 	if p := ec.parent; p != nil {
 		r.Type, r.ParentID = TypeChildEnd, ec.under
-		p.Record(r)
+		p.record(ec.ctx, r)
 		return
 	}
 	ec.Record(r)

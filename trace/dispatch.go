@@ -245,7 +245,7 @@ func (d *Dispatcher) emit(r Record) {
 		d.emitInline(r)
 		return
 	}
-	if !d.reserve(nil) {
+	if !d.reserve(context.Background()) {
 		if !d.shut.Load() {
 			d.pmu.Lock()
 			d.lost = addMark(d.lost, mark{id: r.TraceID, parent: r.ParentID, depth: r.Depth, loss: loss{n: 1, seq: r.Seq, time: r.Time}})
