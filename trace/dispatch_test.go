@@ -960,3 +960,141 @@ func TestSchemaKnowsEveryType(t *testing.T) {
 		t.Fatal("TypeDropped is not valid")
 	}
 }
+
+// fuzzSink collects what it gets; while hold is set, writes wait for
+// release; fail and explode make its next write return an error or panic.
+type fuzzSink struct {
+	collect
+	hold    atomic.Pointer[chan struct{}]
+	fail    atomic.Bool
+	explode atomic.Bool
+}
+
+func (s *fuzzSink) WriteRecords(ctx context.Context, rs []trace.Record) error {
+	if h := s.hold.Load(); h != nil {
+		<-*h
+	}
+	if s.explode.Swap(false) {
+		panic("fuzz sink exploded")
+	}
+	if err := s.collect.WriteRecords(ctx, rs); err != nil {
+		return err
+	}
+	if s.fail.Swap(false) {
+		return errors.New("fuzz sink failed")
+	}
+	return nil
+}
+
+// FuzzDispatch drives a dispatcher with a sequence of operations read
+// from the input (records in a root run and nested runs, Emit, Flush, a
+// stalled, failing or panicking sink, either policy, either mode) and
+// checks its accounting after Shutdown: every record made is written or
+// counted as dropped, a healthy sink sees each written record once, each
+// trace in Seq order with markers in place, and the markers count exactly
+// the records dropped.
+func FuzzDispatch(f *testing.F) {
+	f.Add([]byte{0x00, 3, 2, 1, 1, 1, 4, 1, 1, 6, 1, 2, 3, 1, 7, 1, 1, 1})
+	f.Add([]byte{0x01, 1, 1, 6, 1, 1, 1, 1, 1, 1, 2, 1, 1, 3, 7, 5, 0, 8, 9, 1})
+	f.Add([]byte{0x02, 8, 4, 1, 2, 1, 1, 3, 4, 4, 1, 5, 8, 1, 9, 1})
+	f.Add([]byte{0x03, 2, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 7, 1, 1, 0, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) < 3 || len(ops) > 400 {
+			return
+		}
+		block, inline := ops[0]&1 != 0, ops[0]&2 != 0
+		opts := trace.DispatchOptions{Inline: inline, QueueSize: int(ops[1]%16) + 1, BatchSize: int(ops[2]%8) + 1, Linger: time.Microsecond, OnError: func(error) {}}
+		if block {
+			opts.OnFull = trace.Block
+		}
+		odd, healthy := &fuzzSink{}, &collect{}
+		tr := trace.New(trace.Options{Sinks: []trace.Sink{odd, healthy}, Dispatch: opts})
+		runCtx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ctx, root := tr.Start(runCtx, "root", trace.RunOptions{})
+		var (
+			child   *trace.ExecutionContext
+			release chan struct{}
+			emitted uint64
+			emitSeq uint64
+		)
+		unhold := func() {
+			if release != nil {
+				odd.hold.Store(nil)
+				close(release)
+				release = nil
+			}
+		}
+		defer unhold()
+		for _, op := range ops[3:] {
+			switch op % 10 {
+			case 0, 1:
+				root.Custom("r", trace.JSON(op))
+			case 2:
+				if child == nil {
+					_, child = trace.SpawnChild(ctx, "child", nil)
+				} else {
+					child.Custom("c", nil)
+				}
+			case 3:
+				if child != nil {
+					child.End()
+					child = nil
+				}
+			case 4:
+				if block && release != nil {
+					continue // Emit has no run context: it would wait for the stalled sink
+				}
+				emitSeq++
+				r := rec(int(emitSeq))
+				r.TraceID, r.Time = trace.TraceID{2}, time.Now()
+				tr.Dispatcher().Emit(r)
+				emitted++
+			case 5:
+				if release == nil { // a stall with the queue filling
+					_ = tr.Flush(context.Background())
+				}
+			case 6:
+				if release == nil && !inline {
+					release = make(chan struct{})
+					odd.hold.Store(&release)
+					if block {
+						cancel() // so that waits for room end: the sink is stalled
+					}
+				}
+			case 7:
+				unhold()
+			case 8:
+				odd.fail.Store(true)
+			case 9:
+				odd.explode.Store(true)
+			}
+		}
+		if child != nil {
+			child.End()
+		}
+		root.End()
+		unhold()
+		_ = tr.Shutdown(context.Background())
+
+		st := tr.Dispatcher().Stats()
+		made := uint64(len(root.Records())) + emitted
+		if st.Emitted+st.Dropped != made || st.Written != st.Emitted {
+			t.Fatalf("stats %+v for %d records made: want emitted+dropped = made, written = emitted", st, made)
+		}
+		if uint64(healthy.len()) != st.Written {
+			t.Fatalf("the healthy sink got %d records, %d written", healthy.len(), st.Written)
+		}
+		lost := healthy.lost(t)
+		if lost[root.TraceID()]+lost[trace.TraceID{2}] != st.Dropped {
+			t.Fatalf("markers count %v lost, %d dropped", lost, st.Dropped)
+		}
+		last := map[trace.TraceID]uint64{}
+		for _, r := range healthy.delivered() {
+			if r.TraceID == root.TraceID() && r.Seq <= last[r.TraceID] {
+				t.Fatalf("trace %s: seq %d after %d", r.TraceID, r.Seq, last[r.TraceID])
+			}
+			last[r.TraceID] = r.Seq
+		}
+	})
+}
