@@ -1056,8 +1056,9 @@ func FuzzDispatch(f *testing.F) {
 				}
 			case 6:
 				if release == nil && !inline {
-					release = make(chan struct{})
-					odd.hold.Store(&release)
+					ch := make(chan struct{})
+					release = ch
+					odd.hold.Store(&ch) // not &release, which unhold writes
 					if block {
 						cancel() // so that waits for room end: the sink is stalled
 					}
