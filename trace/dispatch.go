@@ -102,7 +102,9 @@ const (
 	DefaultLinger    = time.Millisecond
 )
 
-// DispatchStats counts what a Dispatcher did.
+// DispatchStats counts what a Dispatcher did. Records count once, as
+// emitted or dropped; the TypeDropped markers the dispatcher makes are not
+// counted.
 type DispatchStats struct {
 	Emitted    uint64 // records accepted for the sinks
 	Written    uint64 // records handed to the sinks
@@ -956,7 +958,9 @@ func (l *listener) close() {
 // on, as it is emitted, and a function that ends the subscription and
 // closes the channel. A listener that falls more than buffer records behind
 // misses records rather than slowing recording; misses are counted in
-// Stats().Listeners. Shutdown closes all listener channels.
+// Stats().Listeners. Listeners see records as they are made, so they also
+// see the records a full queue dropped for the sinks, and get no
+// TypeDropped markers. Shutdown closes all listener channels.
 func (d *Dispatcher) Subscribe(buffer int) (<-chan Record, func()) {
 	if buffer <= 0 {
 		buffer = 256
