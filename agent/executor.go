@@ -152,6 +152,8 @@ func runFrom(ctx context.Context) *run {
 // returns; call the Tracer's Flush or Shutdown to make sure sinks have it.
 func (e *Executor) Run(ctx context.Context, loop AgentLoop, input string) Result {
 	var ec *trace.ExecutionContext
+	ctx, cancel := e.withTimeout(ctx)
+	defer cancel()
 	if e.Tracer != nil {
 		ctx, ec = e.Tracer.Start(ctx, e.name(), trace.RunOptions{Input: trace.Text(input), Tags: e.Tags, Data: loop})
 	} else if trace.FromContext(ctx) != nil {
@@ -168,9 +170,21 @@ func (e *Executor) Run(ctx context.Context, loop AgentLoop, input string) Result
 // traced run in ctx, the child runs untraced. The Executor's Tracer and
 // Tags are not used.
 func (e *Executor) RunChild(ctx context.Context, name string, loop AgentLoop, input string) Result {
+	ctx, cancel := e.withTimeout(ctx)
+	defer cancel()
 	ctx, child := trace.SpawnChild(ctx, name, loop) // under the tool call running it, if any
 	defer child.End()
 	return e.execute(ctx, child, runFrom(ctx), loop, input)
+}
+
+// withTimeout applies Limits.Timeout to ctx. Run and RunChild apply it
+// before the run starts so that the recorder has the run's deadline too:
+// a record waiting for room in a full queue (trace.Block) gives up then.
+func (e *Executor) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.Limits.Timeout > 0 {
+		return context.WithTimeout(ctx, e.Limits.Timeout)
+	}
+	return ctx, func() {}
 }
 
 func (e *Executor) name() string {
@@ -182,11 +196,6 @@ func (e *Executor) name() string {
 
 func (e *Executor) execute(ctx context.Context, ec *trace.ExecutionContext, parent *run, loop AgentLoop, input string) Result {
 	start := time.Now()
-	if e.Limits.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.Limits.Timeout)
-		defer cancel()
-	}
 	r := &run{exec: e, ec: ec, parent: parent}
 	ctx = context.WithValue(ctx, runKey{}, r)
 

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -28,10 +30,23 @@ type Sink struct {
 // NewSink returns a Sink writing to s.
 func NewSink(s Store) *Sink { return &Sink{Store: s} }
 
-// WriteRecords appends recs to the store in one batch.
+// WriteRecords appends recs to the store in one batch. It honours ctx:
+// once ctx is done it appends nothing, and the backends roll back a batch
+// whose ctx ends before it commits; either way the error wraps ctx's
+// error, and none of the batch is stored.
 func (k *Sink) WriteRecords(ctx context.Context, recs []trace.Record) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store sink: %d records not appended: %w", len(recs), err)
+	}
 	_, err := k.Store.Append(ctx, recs)
-	return err
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			// The backend's error may not say that ctx ended.
+			return fmt.Errorf("store sink: %w (%w)", err, cerr)
+		}
+		return err
+	}
+	return nil
 }
 
 var _ trace.Sink = (*Sink)(nil)

@@ -140,6 +140,7 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 	}
 	ec := &ExecutionContext{
 		t:     t,
+		ctx:   ctx,
 		trace: &traceState{id: tid},
 		name:  name,
 		span:  NewSpanID(),
@@ -170,6 +171,7 @@ type traceState struct {
 // nothing.
 type ExecutionContext struct {
 	t      *Tracer
+	ctx    context.Context // the run's: a record waiting for room under Block gives up when it is done
 	trace  *traceState
 	name   string
 	span   SpanID
@@ -188,6 +190,7 @@ type ExecutionContext struct {
 	iterStart time.Time
 	arena     []byte     // holds copies of small recorded values; see keep
 	unsent    []logRange // records not yet taken by the dispatcher
+	lost      loss       // records dropped for the sinks, not yet in a marker
 	queued    bool       // registered with the dispatcher, not yet taken
 	end       time.Time
 	ended     bool
@@ -278,11 +281,14 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
 	if ec != nil {
-		ec.record(r)
+		ec.record(ec.ctx, r)
 	}
 }
 
-func (ec *ExecutionContext) record(r Record) {
+// record records r; a Block wait for room gives up when ctx is done: the
+// context of the run whose code makes r (a child's for its child.spawn
+// and child.end records, which go in the parent's log).
+func (ec *ExecutionContext) record(ctx context.Context, r Record) {
 	t := ec.t
 	r.V = Version
 	r.TraceID = ec.trace.id
@@ -295,6 +301,11 @@ func (ec *ExecutionContext) record(r Record) {
 		r.SpanID = NewSpanID()
 	}
 	fresh := ec.capture(&r)
+	d := t.disp
+	background := d != nil && !d.opts.Inline
+	// Before the lock, so that a Block policy waiting for room in the
+	// queue holds up only this goroutine.
+	sent := background && d.reserve(ctx)
 
 	ec.mu.Lock()
 	ec.keep(&r, fresh)
@@ -307,8 +318,6 @@ func (ec *ExecutionContext) record(r Record) {
 			r.ParentID = ec.iterSpan
 		}
 	}
-	d := t.disp
-	background := d != nil && !d.opts.Inline
 	if background && !ec.queued {
 		// Registered before the record gets its Seq, so that a delivery
 		// that saw this Seq also sees this run: see Dispatcher.take.
@@ -319,26 +328,17 @@ func (ec *ExecutionContext) record(r Record) {
 	idx := ec.records.n
 	ec.records.append(r)
 	ec.stats.Add(&r)
-	var full bool
-	if background {
-		var ok bool
-		if ok, full = d.reserve(); ok {
-			ec.addUnsent(idx)
-		}
+	if sent {
+		ec.addUnsent(idx)
+	} else if background {
+		ec.lost.add(r.Seq, r.Time) // reported by a marker: see Dispatcher.round
 	}
 	ec.mu.Unlock()
-	// Outside the lock, so that a Block policy waiting for room in the queue
-	// holds up only this goroutine.
 	if d != nil {
 		if d.opts.Inline {
-			d.Emit(r)
-		} else {
-			if ls := d.listeners.Load(); ls != nil {
-				d.notify(*ls, &r)
-			}
-			if full {
-				d.waitRoom()
-			}
+			d.emit(r)
+		} else if ls := d.listeners.Load(); ls != nil {
+			d.notify(*ls, &r)
 		}
 	}
 
@@ -459,12 +459,12 @@ func (ec *ExecutionContext) SpawnChild(name string, data any) *ExecutionContext 
 	if ec == nil {
 		return nil
 	}
-	return ec.spawn(name, data, SpanID{})
+	return ec.spawn(ec.ctx, name, data, SpanID{})
 }
 
-func (ec *ExecutionContext) spawn(name string, data any, under SpanID) *ExecutionContext {
+func (ec *ExecutionContext) spawn(ctx context.Context, name string, data any, under SpanID) *ExecutionContext {
 	c := &ExecutionContext{
-		t: ec.t, trace: ec.trace, name: name, span: NewSpanID(),
+		t: ec.t, ctx: ctx, trace: ec.trace, name: name, span: NewSpanID(),
 		parent: ec, depth: ec.depth + 1, data: data, start: ec.t.now(),
 	}
 	ec.mu.Lock()
@@ -477,7 +477,7 @@ func (ec *ExecutionContext) spawn(name string, data any, under SpanID) *Executio
 		}
 	}
 	ec.mu.Unlock()
-	ec.Record(Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: c.under, Name: name, Time: c.start})
+	ec.record(ctx, Record{Type: TypeChildSpawn, SpanID: c.span, ParentID: c.under, Name: name, Time: c.start})
 	return c
 }
 
@@ -495,7 +495,7 @@ func SpawnChild(ctx context.Context, name string, data any) (context.Context, *E
 	if s, ok := ctx.Value(spanKey{}).(spanRef); ok && s.ec == ec {
 		under = s.id
 	}
-	c := ec.spawn(name, data, under)
+	c := ec.spawn(ctx, name, data, under)
 	return NewContext(ctx, c), c
 }
 
@@ -584,7 +584,7 @@ func (ec *ExecutionContext) End() {
 	ec.mu.Unlock()
 	if p := ec.parent; p != nil {
 		r.Type, r.ParentID = TypeChildEnd, ec.under
-		p.Record(r)
+		p.record(ec.ctx, r)
 		return
 	}
 	ec.Record(r)
@@ -766,10 +766,12 @@ func (ec *ExecutionContext) addUnsent(i int) {
 }
 
 // takeUnsent appends to segs the slices of ec's log that wait for the
-// dispatcher and have a Seq of at most cut, and marks them taken. It
-// reports whether records are left (made after the cut), in which case ec
-// stays registered and the caller must put it back on the pending list.
-func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record, bool) {
+// dispatcher and have a Seq of at most cut, and marks them taken; it
+// returns the records dropped since the last marker if the first of them
+// is within the cut. It reports whether records or drops are left (made
+// after the cut), in which case ec stays registered and the caller must
+// put it back on the pending list.
+func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record, loss, bool) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	l := &ec.records
@@ -787,7 +789,11 @@ func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record,
 		break
 	}
 	ec.unsent = append(ec.unsent[:0], ec.unsent[i:]...)
-	left := len(ec.unsent) > 0
+	var lost loss
+	if ec.lost.n > 0 && ec.lost.seq <= cut {
+		lost, ec.lost = ec.lost, loss{}
+	}
+	left := len(ec.unsent) > 0 || ec.lost.n > 0
 	ec.queued = left
-	return segs, left
+	return segs, lost, left
 }

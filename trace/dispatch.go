@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,9 +19,21 @@ import (
 // goroutine at a time. The records of one run arrive in the order they were
 // made; records of runs recording at the same time may interleave (Seq is
 // the order within a trace). The slice and its records are read-only (it
-// may be the run's own record log, shared to avoid a copy) and may be kept:
-// records never change once made. A Sink that also implements io.Closer is
-// closed by Dispatcher.Shutdown.
+// may be the run's own record log, shared to avoid a copy); the records,
+// and their values, may be kept, since records never change once made, but
+// the slice itself may be reused once WriteRecords returns.
+//
+// ctx is cancelled when the dispatcher gives up on the sinks: when
+// Shutdown's context ends before the queue is drained, and once Shutdown is
+// done. A Sink that can block (on a disk, a network, a lock) should return
+// soon after ctx is done, with an error. A Sink that also implements
+// io.Closer is closed once, after its last WriteRecords, when the
+// dispatcher shuts down.
+//
+// A Sink that panics does not take the process down: the dispatcher
+// recovers the panic, counts it and reports it to OnError as that call's
+// error (a *PanicError, with the value and where it was raised); the other
+// sinks still receive the batch, and the panicking sink the next one.
 type Sink interface {
 	WriteRecords(ctx context.Context, recs []Record) error
 }
@@ -37,11 +50,15 @@ type FullPolicy int
 
 const (
 	// Drop discards the record and counts it; the count is reported by
-	// Dropped, by Stats and by Shutdown's error. Recording never waits on a
-	// slow sink. This is the default.
+	// Dropped, by Stats, to OnError and by Shutdown's error, and the sinks
+	// receive a TypeDropped marker record for the trace that lost it.
+	// Recording never waits on a slow sink. This is the default.
 	Drop FullPolicy = iota
-	// Block waits for room in the queue, so nothing is lost and a slow sink
-	// slows the recording goroutine down.
+	// Block waits for room in the queue, so that a slow sink slows the
+	// recording goroutine down rather than lose records. The wait ends
+	// when Shutdown is called or the run's context (the one given to
+	// Tracer.Start or SpawnChild) is done, and then the record is dropped
+	// and reported as under Drop: a stuck sink never holds a run forever.
 	Block
 )
 
@@ -66,8 +83,15 @@ type DispatchOptions struct {
 	// the goroutine for every record; it bounds how stale a sink can be.
 	// Flush, Shutdown and a full queue cut it short.
 	Linger time.Duration
-	// OnError is called with each error a sink returns. The default
-	// prints it to standard error; errors are never silent.
+	// OnError is called with each error a sink returns or panics with
+	// (see Sink), an error from a sink's Close, and, for records dropped
+	// for the sinks, a *DropError with the number dropped since the last
+	// report: once per delivery round at most, and while drops go on at
+	// most once per second, never once per record. It is called from the
+	// dispatcher's goroutine (in the Inline mode, from the recording
+	// goroutine, one call at a time). The default logs through log/slog's
+	// default logger: drops as warnings, sink errors as errors. Errors are
+	// never silent.
 	OnError func(error)
 }
 
@@ -78,12 +102,14 @@ const (
 	DefaultLinger    = time.Millisecond
 )
 
-// DispatchStats counts what a Dispatcher did.
+// DispatchStats counts what a Dispatcher did. Records count once, as
+// emitted or dropped; the TypeDropped markers the dispatcher makes are not
+// counted.
 type DispatchStats struct {
 	Emitted    uint64 // records accepted for the sinks
 	Written    uint64 // records handed to the sinks
-	Dropped    uint64 // records discarded: queue full, or made after Shutdown
-	SinkErrors uint64 // errors returned by sinks
+	Dropped    uint64 // records discarded: queue full, a Block wait given up, or made after Shutdown
+	SinkErrors uint64 // errors returned by sinks, and sink panics
 	Listeners  uint64 // records a stream listener missed because it was behind
 }
 
@@ -97,13 +123,17 @@ type DispatchStats struct {
 // to the sinks. Recording a record thus costs an atomic add, not a channel
 // send, and the goroutines share memory once per batch instead of once per
 // record. Records given to Emit are copied into a queue of their own.
+//
+// A trace whose records were dropped gets a TypeDropped marker record in
+// the next delivery (see TypeDropped), so that whoever reads the trace
+// sees that it is incomplete and by how much.
 type Dispatcher struct {
 	// Read by every recording goroutine for every record: kept apart from
 	// what the dispatcher's goroutine writes, so that the cache line stays
 	// in each core's cache.
 	opts  DispatchOptions
 	sinks []Sink
-	shut  atomic.Bool // Shutdown was called: later records are dropped
+	shut  atomic.Bool // Shutdown was called: later records are dropped (both modes)
 	_     [64]byte
 
 	// backlog counts records accepted but not yet written; it is what
@@ -122,8 +152,25 @@ type Dispatcher struct {
 	work     chan struct{}       // capacity 1: wakes the goroutine
 	done     chan struct{}       // closed when the goroutine exits
 
-	inlineMu sync.Mutex
-	closed   bool // Inline mode: Shutdown was called
+	// lost are the records given to Emit that were dropped, by trace,
+	// not yet reported by a marker. Guarded by pmu.
+	lost []mark
+
+	// stop is closed by Shutdown: producers waiting for room give up.
+	stop chan struct{}
+	// abort is set when Shutdown's context ended first: the goroutine
+	// hands nothing more to the sinks.
+	abort atomic.Bool
+	// sinkCtx is what sinks receive; cancelSinks cancels it when Shutdown
+	// gives up or is done.
+	sinkCtx     context.Context
+	cancelSinks context.CancelFunc
+	// closeErr is what closing the sinks returned; written before fin is
+	// closed.
+	closeErr error
+	fin      chan struct{} // closed once the sinks are closed
+
+	inlineMu sync.Mutex // one inline delivery at a time
 
 	inlineEmitted                             atomic.Uint64
 	written, dropped, sinkErrs, listenerDrops atomic.Uint64
@@ -149,9 +196,11 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 		opts.Linger = DefaultLinger
 	}
 	if opts.OnError == nil {
-		opts.OnError = func(err error) { fmt.Fprintln(os.Stderr, "loupe: trace sink:", err) }
+		opts.OnError = logError
 	}
-	d := &Dispatcher{opts: opts, sinks: sinks, progress: make(chan struct{}), work: make(chan struct{}, 1), parked: true}
+	d := &Dispatcher{opts: opts, sinks: sinks, progress: make(chan struct{}), work: make(chan struct{}, 1), parked: true,
+		stop: make(chan struct{}), fin: make(chan struct{})}
+	d.sinkCtx, d.cancelSinks = context.WithCancel(context.Background())
 	if !opts.Inline {
 		d.done = make(chan struct{})
 		go d.run()
@@ -159,10 +208,38 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 	return d
 }
 
-// Emit hands r to the sinks and listeners. In the background mode it never
-// waits for a sink unless the policy is Block and the queue is full. Emit
-// after Shutdown drops r and counts it.
+// Emit hands a copy of r to the sinks and listeners: its values and tags
+// are copied, so the caller may reuse their buffers once Emit returns.
+// Unlike ExecutionContext.Record, Emit sets nothing: r goes out as it is.
+// In the background mode it never waits for a sink unless the policy is
+// Block and the queue is full, and then no longer than until Shutdown.
+// Emit after Shutdown drops r and counts it.
 func (d *Dispatcher) Emit(r Record) {
+	copyValues(&r)
+	d.emit(r)
+}
+
+// copyValues gives r copies of its values (in one allocation) and tags.
+func copyValues(r *Record) {
+	if n := len(r.Input) + len(r.Output) + len(r.Thinking); n > 0 {
+		buf := make([]byte, 0, n)
+		for _, v := range [...]*Value{&r.Input, &r.Output, &r.Thinking} {
+			if len(*v) == 0 {
+				continue
+			}
+			start := len(buf)
+			buf = append(buf, *v...)
+			*v = Value(buf[start:len(buf):len(buf)])
+		}
+	}
+	if len(r.Tags) > 0 {
+		r.Tags = slices.Clone(r.Tags)
+	}
+}
+
+// emit is Emit without the copy, for records whose values nothing else
+// will change (the run's own).
+func (d *Dispatcher) emit(r Record) {
 	if ls := d.listeners.Load(); ls != nil {
 		d.notify(*ls, &r)
 	}
@@ -170,8 +247,16 @@ func (d *Dispatcher) Emit(r Record) {
 		d.emitInline(r)
 		return
 	}
-	ok, full := d.reserve()
-	if !ok {
+	if !d.reserve(context.Background()) {
+		if !d.shut.Load() {
+			d.pmu.Lock()
+			d.lost = addMark(d.lost, mark{id: r.TraceID, parent: r.ParentID, depth: r.Depth, loss: loss{n: 1, seq: r.Seq, time: r.Time}})
+			wake := d.wakeLocked()
+			d.pmu.Unlock()
+			if wake {
+				d.signal()
+			}
+		}
 		return
 	}
 	d.pmu.Lock()
@@ -181,44 +266,60 @@ func (d *Dispatcher) Emit(r Record) {
 	if wake {
 		d.signal()
 	}
-	if full {
-		d.waitRoom()
-	}
 }
 
-// reserve counts one record into the backlog. It reports whether the
-// record may go to the sinks, and whether the queue is over its size, in
-// which case a Block caller must call waitRoom once it holds no locks.
-func (d *Dispatcher) reserve() (ok, full bool) {
-	if d.shut.Load() {
-		d.dropped.Add(1)
-		return false, false
-	}
-	if d.backlog.Add(1) > int64(d.opts.QueueSize) {
-		if d.opts.OnFull == Drop {
-			d.backlog.Add(-1)
+// reserve counts one record into the backlog, and reports whether it may
+// go to the sinks. When the queue is full, under Drop it counts the record
+// as dropped; under Block it waits for room first, and gives up (and
+// counts a drop) when Shutdown is called or ctx (the run's context; nil
+// for none) is done. The caller must hold no locks.
+func (d *Dispatcher) reserve(ctx context.Context) bool {
+	q := int64(d.opts.QueueSize)
+	for {
+		if d.shut.Load() {
 			d.dropped.Add(1)
-			return false, false
+			return false
 		}
-		return true, true
+		// A waiting record is not counted in: the backlog is records the
+		// goroutine will deliver, so that waiting never holds room.
+		b := d.backlog.Load()
+		if b < q {
+			if d.backlog.CompareAndSwap(b, b+1) {
+				return true
+			}
+			continue
+		}
+		if d.opts.OnFull == Drop || !d.waitRoom(ctx) {
+			d.dropped.Add(1)
+			return false
+		}
 	}
-	return true, false
 }
 
-// waitRoom blocks until the backlog is within QueueSize again.
-func (d *Dispatcher) waitRoom() {
-	for d.backlog.Load() > int64(d.opts.QueueSize) && !d.shut.Load() {
-		d.progressMu.Lock()
-		ch := d.progress
-		d.progressMu.Unlock()
-		if d.backlog.Load() <= int64(d.opts.QueueSize) {
-			return
-		}
-		d.pmu.Lock()
-		d.hurry = true
-		d.pmu.Unlock()
-		d.signal()
-		<-ch
+// waitRoom waits until the goroutine delivered a batch and reports true,
+// or until Shutdown is called or ctx is done and reports false.
+func (d *Dispatcher) waitRoom(ctx context.Context) bool {
+	d.progressMu.Lock()
+	ch := d.progress
+	d.progressMu.Unlock()
+	if d.backlog.Load() < int64(d.opts.QueueSize) {
+		return true // room was made before ch was taken
+	}
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	d.pmu.Lock()
+	d.hurry = true
+	d.pmu.Unlock()
+	d.signal()
+	select {
+	case <-ch:
+		return true
+	case <-d.stop:
+		return false
+	case <-done:
+		return false
 	}
 }
 
@@ -260,29 +361,86 @@ func (d *Dispatcher) register(ec *ExecutionContext) {
 func (d *Dispatcher) emitInline(r Record) {
 	d.inlineMu.Lock()
 	defer d.inlineMu.Unlock()
-	if d.closed {
+	if d.shut.Load() {
 		d.dropped.Add(1)
 		return
 	}
 	d.inlineEmitted.Add(1)
-	d.write([]Record{r})
+	d.write([]Record{r}, 0)
 }
 
-func (d *Dispatcher) write(batch []Record) {
-	for _, s := range d.sinks {
-		if err := s.WriteRecords(context.Background(), batch); err != nil {
+// write hands batch to every sink. markers of its records are the
+// dispatcher's TypeDropped markers, which were never counted as emitted.
+func (d *Dispatcher) write(batch []Record, markers int) {
+	for i, s := range d.sinks {
+		if err := d.writeSink(i, s, batch); err != nil {
 			d.sinkErrs.Add(1)
-			d.opts.OnError(err)
+			d.report(err)
 		}
 	}
-	d.written.Add(uint64(len(batch)))
+	n := len(batch) - markers
+	d.written.Add(uint64(n))
 	if !d.opts.Inline {
-		d.backlog.Add(-int64(len(batch)))
+		d.backlog.Add(-int64(n))
 	}
 	d.progressMu.Lock()
 	close(d.progress)
 	d.progress = make(chan struct{})
 	d.progressMu.Unlock()
+}
+
+// writeSink hands batch to sink i, turning a panic into its error.
+func (d *Dispatcher) writeSink(i int, s Sink, batch []Record) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("trace: sink %d (%T) panicked: %w", i, s, NewPanicError(v))
+		}
+	}()
+	return s.WriteRecords(d.sinkCtx, batch)
+}
+
+// report calls OnError with err. A panic in OnError is logged rather than
+// allowed to take the dispatcher's goroutine down.
+func (d *Dispatcher) report(err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("loupe: trace: DispatchOptions.OnError panicked", "panic", NewPanicError(v).Error(), "reporting", err.Error())
+		}
+	}()
+	d.opts.OnError(err)
+}
+
+// logError is the default OnError: drops are warnings, anything else
+// (a sink failed) an error.
+func logError(err error) {
+	if de := (*DropError)(nil); errors.As(err, &de) {
+		slog.Warn("loupe: trace records dropped", "err", err.Error())
+		return
+	}
+	slog.Error("loupe: trace sink failed", "err", err.Error())
+}
+
+// closeSinks closes the sinks that are io.Closers, turning a panic into
+// that sink's error, and returns their errors joined.
+func (d *Dispatcher) closeSinks() error {
+	var errs []error
+	for i, s := range d.sinks {
+		c, ok := s.(io.Closer)
+		if !ok {
+			continue
+		}
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					errs = append(errs, fmt.Errorf("trace: closing sink %d (%T): panicked: %w", i, s, NewPanicError(v)))
+				}
+			}()
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	return errors.Join(errs...)
 }
 
 // cut is the highest Seq of one trace at the start of a delivery.
@@ -298,7 +456,7 @@ type cut struct {
 // a cut belongs to a run taken now or earlier, so a delivery never hands
 // over a record while an earlier one of its trace waits for the next:
 // sinks see each trace in Seq order, nested runs included.
-func (d *Dispatcher) take(cuts []cut) (runs []*ExecutionContext, extra []Record, waiters []chan struct{}, stopping bool, _ []cut) {
+func (d *Dispatcher) take(cuts []cut, marks []mark) (runs []*ExecutionContext, extra []Record, waiters []chan struct{}, stopping bool, _ []cut, _ []mark) {
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
 	cuts = cuts[:0]
@@ -314,7 +472,9 @@ next:
 	runs, extra, waiters = d.pending, d.extra, d.waiters
 	d.pending, d.extra, d.waiters = nil, nil, nil
 	d.hurry = false
-	return runs, extra, waiters, d.stopping, cuts
+	marks = append(marks[:0], d.lost...)
+	d.lost = d.lost[:0]
+	return runs, extra, waiters, d.stopping, cuts, marks
 }
 
 // requeue puts back runs that had records after their trace's cut.
@@ -347,10 +507,25 @@ func (d *Dispatcher) urgent() bool {
 }
 
 func (d *Dispatcher) run() {
-	defer close(d.done)
+	var w worker
+	defer func() {
+		// Closed here, after the last WriteRecords, so that a Close never
+		// runs into a write in progress (a sink's Close may wait for it).
+		d.closeErr = d.closeSinks()
+		if d.abort.Load() {
+			// Shutdown returned without waiting for this: nobody else
+			// will see these.
+			d.reportDrops(&w, true)
+			if d.closeErr != nil {
+				d.report(d.closeErr)
+			}
+		}
+		d.cancelSinks()
+		close(d.fin)
+		close(d.done)
+	}()
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	var w worker
 	quiet := 0 // rounds in a row that found nothing
 	for {
 		if d.park(quiet) {
@@ -367,6 +542,9 @@ func (d *Dispatcher) run() {
 		}
 		for {
 			n, stopping := d.round(&w)
+			if d.abort.Load() {
+				return
+			}
 			if n == 0 {
 				quiet++
 			} else {
@@ -397,6 +575,11 @@ type worker struct {
 	batch []Record
 	cuts  []cut
 	again []*ExecutionContext
+	marks []mark   // the round's losses, one per trace
+	made  []Record // the round's markers, made from marks
+
+	reported   uint64    // drops reported to OnError so far
+	lastReport time.Time // when
 }
 
 // part is what one run (or Emit) contributed to a round: segs[lo:hi].
@@ -406,17 +589,20 @@ type part struct {
 	done   bool
 }
 
-// round takes what is waiting (see take) and delivers it, then releases
-// the Flush calls taken with it. It returns how many records it delivered
-// and whether Shutdown asked the goroutine to stop.
+// round takes what is waiting (see take) and delivers it, with a
+// TypeDropped marker for each trace that lost records since its last
+// one, then releases the Flush calls taken with it and reports drops. It
+// returns how many records it delivered and whether Shutdown asked the
+// goroutine to stop.
 func (d *Dispatcher) round(w *worker) (n int, stopping bool) {
 	var (
 		runs    []*ExecutionContext
 		extra   []Record
 		waiters []chan struct{}
 	)
-	runs, extra, waiters, stopping, w.cuts = d.take(w.cuts)
+	runs, extra, waiters, stopping, w.cuts, w.marks = d.take(w.cuts, w.marks)
 	w.segs, w.parts, w.again = w.segs[:0], w.parts[:0], w.again[:0]
+	emitMarks := len(w.marks) // marks from Emit come first, with no trace state
 	for _, ec := range runs {
 		var c uint64
 		for _, x := range w.cuts {
@@ -425,9 +611,15 @@ func (d *Dispatcher) round(w *worker) (n int, stopping bool) {
 			}
 		}
 		k := len(w.segs)
-		var left bool
-		if w.segs, left = ec.takeUnsent(w.segs, c); len(w.segs) > k {
+		var (
+			left bool
+			lost loss
+		)
+		if w.segs, lost, left = ec.takeUnsent(w.segs, c); len(w.segs) > k {
 			w.parts = append(w.parts, part{trace: ec.trace, lo: k, hi: len(w.segs)})
+		}
+		if lost.n > 0 {
+			w.marks = addMark(w.marks, mark{trace: ec.trace, id: ec.trace.id, parent: ec.span, depth: ec.depth, loss: lost})
 		}
 		if left {
 			w.again = append(w.again, ec)
@@ -439,14 +631,136 @@ func (d *Dispatcher) round(w *worker) (n int, stopping bool) {
 		w.segs = append(w.segs, extra)
 		w.parts = append(w.parts, part{lo: len(w.segs) - 1, hi: len(w.segs)})
 	}
+	if len(w.marks) > 0 {
+		// A slice of their own: sinks may keep records.
+		ms := make([]Record, len(w.marks))
+		w.made = ms
+		for i := range w.marks {
+			m := &w.marks[i]
+			ms[i] = m.record()
+			w.segs = append(w.segs, ms[i:i+1:i+1])
+			p := part{trace: m.trace, lo: len(w.segs) - 1, hi: len(w.segs)}
+			if i < emitMarks {
+				p.trace = nil
+			}
+			w.parts = append(w.parts, p)
+		}
+		clear(w.marks)
+		w.marks = w.marks[:0]
+	}
 	for _, s := range w.segs {
 		n += len(s)
 	}
 	d.deliver(w, n)
+	w.made = nil
+	if d.abort.Load() {
+		// Not delivered: the Flush calls learn it from d.done.
+		return n, stopping
+	}
 	for _, ch := range waiters {
 		close(ch)
 	}
+	d.reportDrops(w, n == 0 || stopping || len(waiters) > 0)
 	return n, stopping
+}
+
+// countMarkers returns how many of recs are markers made this round.
+func (w *worker) countMarkers(recs []Record) int {
+	if len(w.made) == 0 {
+		return 0
+	}
+	k := 0
+	for i := range recs {
+		if recs[i].Type != TypeDropped {
+			continue
+		}
+		for j := range w.made {
+			if w.made[j].SpanID == recs[i].SpanID && w.made[j].TraceID == recs[i].TraceID {
+				k++
+				break
+			}
+		}
+	}
+	return k
+}
+
+// dropReportInterval is how often, at most, OnError hears of drops while
+// they go on; a quiet round, a Flush and Shutdown report at once.
+const dropReportInterval = time.Second
+
+// reportDrops calls OnError with the records dropped since the last
+// report, if any, unless the last report is less than dropReportInterval
+// old and now is false.
+func (d *Dispatcher) reportDrops(w *worker, now bool) {
+	n := d.dropped.Load()
+	if n == w.reported {
+		return
+	}
+	t := time.Now()
+	if !now && t.Sub(w.lastReport) < dropReportInterval {
+		return
+	}
+	d.report(&DropError{Dropped: n - w.reported})
+	w.reported, w.lastReport = n, t
+}
+
+// loss is what a run (or Emit) lost for the sinks since its last marker.
+type loss struct {
+	n    uint64    // records dropped
+	seq  uint64    // the Seq of the first of them
+	time time.Time // and its time
+}
+
+// add counts the record with seq and time t as lost.
+func (l *loss) add(seq uint64, t time.Time) {
+	if l.n == 0 || seq < l.seq {
+		l.seq, l.time = seq, t
+	}
+	l.n++
+}
+
+// mark is one trace's losses in a round, from which its TypeDropped
+// marker is made.
+type mark struct {
+	trace  *traceState // nil for records given to Emit
+	id     TraceID
+	parent SpanID // the span the marker hangs under: the run that lost the first record
+	depth  int
+	loss
+}
+
+// addMark adds m's losses to the mark of the same trace in marks, or
+// appends m, and returns marks.
+func addMark(marks []mark, m mark) []mark {
+	for i := range marks {
+		x := &marks[i]
+		if x.id != m.id || x.trace != m.trace {
+			continue
+		}
+		if m.seq < x.seq {
+			x.seq, x.time, x.parent, x.depth = m.seq, m.time, m.parent, m.depth
+		}
+		x.n += m.n
+		return marks
+	}
+	return append(marks, m)
+}
+
+// DroppedName is the Name of every TypeDropped marker record.
+const DroppedName = "records"
+
+// record returns the marker: see TypeDropped.
+func (m *mark) record() Record {
+	out := strconv.AppendUint(append(make([]byte, 0, 32), `{"count":`...), m.n, 10)
+	t := m.time
+	if t.IsZero() { // a record given to Emit without a time
+		t = time.Now().UTC()
+	}
+	return Record{
+		V: Version, TraceID: m.id, SpanID: NewSpanID(), ParentID: m.parent,
+		Seq: m.seq, Time: t, Type: TypeDropped, Name: DroppedName, Depth: m.depth,
+		Output: Value(append(out, '}')),
+	}
 }
 
 // deliver writes the n records of the round in w to the sinks, in batches
@@ -458,9 +772,9 @@ func (d *Dispatcher) round(w *worker) (n int, stopping bool) {
 func (d *Dispatcher) deliver(w *worker, n int) {
 	bs := d.opts.BatchSize
 	write := func(s []Record) {
-		for len(s) > 0 {
+		for len(s) > 0 && !d.abort.Load() {
 			k := min(len(s), bs)
-			d.write(s[:k])
+			d.write(s[:k], w.countMarkers(s[:k]))
 			s = s[k:]
 		}
 	}
@@ -500,9 +814,11 @@ func (d *Dispatcher) deliver(w *worker, n int) {
 }
 
 // Flush waits until every record made or emitted before the call has
-// been handed to the sinks, or ctx is done. Sinks that buffer implement
-// their own flushing at the end of each WriteRecords call, so a nil error
-// means the records reached each sink's destination.
+// been handed to the sinks, or ctx is done, whatever the sinks do. Sinks
+// that buffer implement their own flushing at the end of each
+// WriteRecords call, so a nil error means the records reached each sink's
+// destination (or the sink reported an error to OnError). Otherwise the
+// error says how many records were not yet written.
 func (d *Dispatcher) Flush(ctx context.Context) error {
 	if d.opts.Inline || d.backlog.Load() <= 0 {
 		return nil
@@ -524,20 +840,22 @@ func (d *Dispatcher) Flush(ctx context.Context) error {
 	}
 }
 
-// DropError is returned by Shutdown when records were lost.
+// A DropError says how many records did not reach the sinks, and why.
+// Shutdown returns one (joined with its other errors) when records were
+// lost; OnError receives one, with Dropped only, for each report of drops.
 type DropError struct {
-	Dropped  uint64 // discarded because the queue was full or after shutdown
-	Unsent   uint64 // still queued when the shutdown context ended
-	SinkErrs uint64 // write errors returned by sinks
+	Dropped  uint64 // discarded: the queue was full, a Block wait was given up, or made after Shutdown
+	Unsent   uint64 // accepted but never handed to the sinks: Shutdown's context ended first
+	SinkErrs uint64 // errors returned by sinks, and sink panics
 }
 
 func (e *DropError) Error() string {
 	msg := "trace: records lost:"
 	if e.Dropped > 0 {
-		msg += fmt.Sprintf(" %d dropped (queue full; raise DispatchOptions.QueueSize or use OnFull: Block);", e.Dropped)
+		msg += fmt.Sprintf(" %d dropped (the queue was full, or the tracer was shutting down; raise DispatchOptions.QueueSize or use OnFull: Block);", e.Dropped)
 	}
 	if e.Unsent > 0 {
-		msg += fmt.Sprintf(" %d still queued when shutdown's context ended;", e.Unsent)
+		msg += fmt.Sprintf(" %d never handed to the sinks (Shutdown's context ended while a sink was busy);", e.Unsent)
 	}
 	if e.SinkErrs > 0 {
 		msg += fmt.Sprintf(" %d sink write errors;", e.SinkErrs)
@@ -545,40 +863,54 @@ func (e *DropError) Error() string {
 	return msg[:len(msg)-1]
 }
 
-// Shutdown stops accepting records, drains the queue into the sinks, closes
-// sinks that are io.Closers, and stops the stream listeners. It returns nil
-// if every emitted record was written, and otherwise a *DropError that says
-// exactly how many were lost and why. Calling it twice is safe.
+// Shutdown stops accepting records, drains the queue into the sinks,
+// closes the sinks that are io.Closers (after their last WriteRecords)
+// and stops the stream listeners. Producers waiting for room under Block
+// stop waiting; their records count as dropped.
+//
+// Shutdown returns by ctx's deadline whatever the sinks do. If ctx ends
+// first, it cancels the context the sinks were given, delivers nothing
+// more, and returns without waiting for a write in progress; the sinks
+// are closed once that write returns. It returns nil if every record was
+// written, and otherwise an error that includes a *DropError saying how
+// many records were lost and why (and ctx's error, if it cut the drain
+// short). Calling it again waits again, bounded by its own ctx, and
+// reports the same way.
 func (d *Dispatcher) Shutdown(ctx context.Context) error {
-	var errs []error
-	if d.opts.Inline {
-		d.inlineMu.Lock()
-		already := d.closed
-		d.closed = true
-		d.inlineMu.Unlock()
-		if already {
-			return nil
-		}
-	} else {
-		if d.shut.Swap(true) {
-			return nil
-		}
-		d.pmu.Lock()
-		d.stopping = true
-		d.pmu.Unlock()
-		d.signal()
-		select {
-		case <-d.done:
-		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("trace: shutdown: %w", ctx.Err()))
+	if !d.shut.Swap(true) {
+		close(d.stop)
+		if d.opts.Inline {
+			go func() {
+				d.inlineMu.Lock() // after the delivery in progress, if any
+				d.closeErr = d.closeSinks()
+				d.inlineMu.Unlock()
+				if d.abort.Load() && d.closeErr != nil {
+					d.report(d.closeErr)
+				}
+				d.cancelSinks()
+				close(d.fin)
+			}()
+		} else {
+			d.pmu.Lock()
+			d.stopping = true
+			d.pmu.Unlock()
+			d.signal()
 		}
 	}
-	for _, s := range d.sinks {
-		if c, ok := s.(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				errs = append(errs, err)
-			}
+	var errs []error
+	select {
+	case <-d.fin:
+	default:
+		select {
+		case <-d.fin:
+		case <-ctx.Done():
+			d.abort.Store(true)
+			d.cancelSinks()
+			errs = append(errs, fmt.Errorf("trace: shutdown: %w (the sinks did not finish; their context was cancelled)", ctx.Err()))
 		}
+	}
+	if len(errs) == 0 && d.closeErr != nil {
+		errs = append(errs, d.closeErr)
 	}
 	d.closeListeners()
 	st := d.Stats()
@@ -626,7 +958,9 @@ func (l *listener) close() {
 // on, as it is emitted, and a function that ends the subscription and
 // closes the channel. A listener that falls more than buffer records behind
 // misses records rather than slowing recording; misses are counted in
-// Stats().Listeners. Shutdown closes all listener channels.
+// Stats().Listeners. Listeners see records as they are made, so they also
+// see the records a full queue dropped for the sinks, and get no
+// TypeDropped markers. Shutdown closes all listener channels.
 func (d *Dispatcher) Subscribe(buffer int) (<-chan Record, func()) {
 	if buffer <= 0 {
 		buffer = 256

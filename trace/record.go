@@ -39,7 +39,14 @@ const (
 	TypeMessage        Type = "message"         // a conversation message: Name (role), Output (content)
 	TypeError          Type = "error"           // an error not tied to a call: Error
 	TypeCustom         Type = "custom"          // anything else: Name, Output
-	TypeDropped        Type = "dropped"         // records of this trace were lost: Name "records", Output {"count":N}
+	// TypeDropped marks records of the trace that were lost on the way to
+	// the sinks (see FullPolicy): Name DroppedName ("records"), Output
+	// {"count":N}, N the records of this trace dropped since its last
+	// marker. A trace may carry several; readers sum them. The dispatcher
+	// makes it, not the run: its Seq is that of the first record it
+	// counts (so it collides with no record delivered), its ParentID the
+	// span of the run that lost that record, its Time that record's time.
+	TypeDropped Type = "dropped"
 )
 
 // Types lists every record type, in the order of the constants above.
