@@ -165,7 +165,7 @@ func (e *Executor) Run(ctx context.Context, loop AgentLoop, input string) Result
 // Tags are not used.
 func (e *Executor) RunChild(ctx context.Context, name string, loop AgentLoop, input string) Result {
 	ctx, child := trace.SpawnChild(ctx, name, loop) // under the tool call running it, if any
-	defer child.End()
+	defer child.End(nil, nil)
 	return e.execute(ctx, child, runFrom(ctx), loop, input)
 }
 
@@ -193,16 +193,17 @@ func (e *Executor) execute(ctx context.Context, ec *trace.ExecutionContext, pare
 		r.mu.Unlock()
 	}
 	reason := reasonOf(err)
+	var result trace.Value
 	if err == nil && answer != "" {
-		ec.SetResult(trace.Text(answer))
+		result = trace.Text(answer)
 	}
-	ec.Terminate(reason, err)
+	ec.SetTermination(reason, err)
 	if len(e.Hooks) > 0 {
 		// The run is over: a failing after_run hook is recorded but
 		// changes nothing.
 		_ = r.fire(ctx, &HookEvent{Point: AfterRun, Answer: answer, Termination: reason, Err: err}, false)
 	}
-	ec.End()
+	ec.End(result, nil) // err is in the termination: not recorded again as an error record
 
 	res := Result{Answer: answer, Termination: reason, Err: err, Duration: time.Since(start)}
 	if ec != nil {
@@ -512,7 +513,7 @@ func (r *run) fire(ctx context.Context, ev *HookEvent, abort bool) error {
 		ev.Iteration = int(r.iter.Load())
 	}
 	for _, h := range r.exec.Hooks {
-		span := r.ec.Start(trace.TypeHookStart, string(ev.Point), nil)
+		span := r.ec.StartSpan(trace.SpanHook, string(ev.Point), nil)
 		err := h.Fire(ctx, r.ec, ev)
 		span.End(nil, err)
 		if err != nil && abort {

@@ -152,7 +152,7 @@ func CallTool(ctx context.Context, chain ToolChain, call ToolCall) ToolResult {
 	}
 	var span trace.Span
 	if ec != nil {
-		span = ec.Start(trace.TypeToolStart, call.Name, jsonValue(call.Input))
+		span = ec.StartSpan(trace.SpanTool, call.Name, jsonValue(call.Input))
 	}
 	var start time.Time
 	if hooks { // the clock is read only for what uses it
@@ -230,7 +230,7 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 		// once EndModel returns.
 		buf = valueBufs.Get().(*[]byte)
 		*buf = appendRequest((*buf)[:0], req)
-		span = ec.Start(trace.TypeModelCall, name, *buf)
+		span = ec.StartSpan(trace.SpanModel, name, *buf)
 		if req.OnDelta == nil {
 			req.OnDelta = func(kind, chunk string) { span.Delta(kind, trace.Text(chunk)) }
 		}

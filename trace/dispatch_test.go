@@ -189,12 +189,12 @@ func TestDispatchRunsInSeqOrder(t *testing.T) {
 			child.Custom("step", trace.JSON(i))
 			_, grand := trace.SpawnChild(trace.NewContext(ctx, child), "grand", nil)
 			grand.Custom("leaf", nil)
-			grand.End()
+			grand.End(nil, nil)
 		}
-		child.End()
+		child.End(nil, nil)
 		ec.EndIteration("continue")
 	}
-	ec.End()
+	ec.End(nil, nil)
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestDispatchAccountingUnderLoad(t *testing.T) {
 				if w%4 == 0 {
 					_, child := trace.SpawnChild(ctx, "sub", nil)
 					child.Custom("x", trace.JSON(i))
-					child.End()
+					child.End(nil, nil)
 					continue
 				}
 				ec.Custom("y", trace.JSON(i))
@@ -296,7 +296,7 @@ func TestDispatchAccountingUnderLoad(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ec.End()
+	ec.End(nil, nil)
 	stop()
 	err := tr.Shutdown(context.Background())
 	st := tr.Dispatcher().Stats()
@@ -335,10 +335,10 @@ func TestDispatchConcurrentTracesInSeqOrder(t *testing.T) {
 				for range i % 3 {
 					child.Custom("step", nil)
 				}
-				child.End()
+				child.End(nil, nil)
 				ec.EndIteration("continue")
 			}
-			ec.End()
+			ec.End(nil, nil)
 			made[g] = len(ec.Records())
 		})
 	}

@@ -9,7 +9,7 @@
 //	tr := trace.New(trace.Options{Sinks: []trace.Sink{sink}})
 //	defer tr.Shutdown(ctx)
 //	ctx, run := tr.Start(ctx, "support-agent", trace.RunOptions{})
-//	defer run.End()
+//	defer run.End(nil, nil)
 //	out, err := trace.Tool(ctx, "lookup_order", id, lookup)
 //
 // Every event is one Record (see the Type constants for which fields each

@@ -367,7 +367,7 @@ other files are imported, and the command exits non-zero.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "auto", "auto, loupe, agentv, agentv-results, omni or fragola")
+	cmd.Flags().StringVar(&format, "format", "auto", "auto, loupe, agentv, agentv-results, omni or otel-jsonl (formerly fragola)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
