@@ -139,8 +139,11 @@ type RunOptions struct {
 // context carrying its ExecutionContext. End the run with its End method.
 //
 // The run's log is allocated up front for as many records as the smaller
-// of the tracer's last two root runs made, and at most maxPresize (4096
-// records, about 1.3 MB); it grows in small chunks past that.
+// of the tracer's last two root runs made (not at all for the first two
+// runs), and at most 16384 records (5 MB); it grows in small chunks past
+// that. So one large run does not make the runs after it allocate for its
+// size, and a service running the same agent over and over allocates each
+// run's log once.
 func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.Context, *ExecutionContext) {
 	if t == nil {
 		return ctx, nil
@@ -150,19 +153,15 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 		tid = NewTraceID()
 	}
 	ec := &ExecutionContext{
-		t:     t,
-		trace: &traceState{id: tid},
-		name:  name,
-		span:  NewSpanID(),
+		t:      t,
+		trace:  &traceState{id: tid},
+		name:   name,
+		span:   NewSpanID(),
 		data:   o.Data,
 		start:  t.now(),
 		stream: o.StreamOnly,
 	}
-	n := t.lastRun.Load()
-	if prev := t.prevRun.Load(); prev > 0 {
-		n = min(n, prev)
-	}
-	if n > 0 && !o.StreamOnly {
+	if n := min(t.lastRun.Load(), t.prevRun.Load()); n > 0 && !o.StreamOnly {
 		ec.records.head = make([]Record, 0, min(n, maxPresize))
 	}
 	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: slices.Clone(o.Tags), Time: ec.start})
@@ -750,10 +749,12 @@ type recordLog struct {
 }
 
 // maxPresize bounds the head a new run starts with, whatever the last runs
-// made: 4096 records of about 320 bytes, 1.3 MB. Past the head a log grows
-// in chunks without copying, so a larger head would save little and cost a
-// small run after large ones that much memory.
-const maxPresize = 1 << 12
+// made: 16384 records of 312 bytes, 5 MB. Past the head a log grows in
+// chunks without copying (Records copies it once), so a larger head would
+// save little. Since the head follows the smaller of the last two runs,
+// a small run pays for this bound only right after two runs at least that
+// large in a row, and only once.
+const maxPresize = 1 << 14
 
 // maxChunk keeps a chunk (64 × ~300 bytes) below the runtime's large-object
 // size, whose allocations take the heap lock and cost far more.
