@@ -92,8 +92,8 @@ func (e *LimitError) Unwrap() error { return e.Err }
 // Result is a finished run: its answer together with its trace.
 type Result struct {
 	Answer      string                  // the final answer; "" when the run failed before one
-	Records     []trace.Record          // the run's records, nested runs included, in Seq order; nil when untraced
-	Stats       trace.Stats             // aggregates of Records
+	Records     []trace.Record          // the run's records, nested runs included, in Seq order; nil when untraced or StreamOnly
+	Stats       trace.Stats             // aggregates of the run's records (kept even when StreamOnly)
 	Duration    time.Duration           // wall time from start to end
 	Termination trace.TerminationReason // why the run ended (success included)
 	Err         error                   // why the run failed; nil on success
@@ -111,6 +111,10 @@ type Executor struct {
 	Tracer *trace.Tracer
 	// Tags label every root run, e.g. "env:ci".
 	Tags []string
+	// StreamOnly sends root runs' records to the Tracer's sinks without
+	// keeping them in memory (trace.RunOptions.StreamOnly): Result.Records
+	// is then nil, while Result.Stats is complete.
+	StreamOnly bool
 	// Hooks fire, in order, at each HookPoint.
 	Hooks []Hook
 	// Limits bound each run.
@@ -149,7 +153,7 @@ func runFrom(ctx context.Context) *run {
 func (e *Executor) Run(ctx context.Context, loop AgentLoop, input string) Result {
 	var ec *trace.ExecutionContext
 	if e.Tracer != nil {
-		ctx, ec = e.Tracer.Start(ctx, e.name(), trace.RunOptions{Input: trace.Text(input), Tags: e.Tags, Data: loop})
+		ctx, ec = e.Tracer.Start(ctx, e.name(), trace.RunOptions{Input: trace.Text(input), Tags: e.Tags, Data: loop, StreamOnly: e.StreamOnly})
 	} else if trace.FromContext(ctx) != nil {
 		// An untraced run inside a traced one must not record into it.
 		ctx = trace.NewContext(ctx, nil)
