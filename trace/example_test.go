@@ -101,3 +101,22 @@ func ExampleDispatcher_Subscribe() {
 	fmt.Println((<-live).Type)
 	// Output: run.start
 }
+
+func ExampleRunOptions_streamOnly() {
+	var sent int
+	tr := trace.New(trace.Options{
+		Sinks: []trace.Sink{trace.SinkFunc(func(_ context.Context, recs []trace.Record) error {
+			sent += len(recs)
+			return nil
+		})},
+		Dispatch: trace.DispatchOptions{Inline: true},
+	})
+	_, run := tr.Start(context.Background(), "long-job", trace.RunOptions{StreamOnly: true})
+	for range 1000 {
+		run.ToolCall("step", nil, nil, time.Millisecond, nil)
+	}
+	run.End(nil, nil)
+	// The sink got every record; the run kept none, only its stats.
+	fmt.Println(sent, len(run.Records()), run.Stats().ToolCalls)
+	// Output: 1002 0 1000
+}
