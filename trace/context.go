@@ -661,11 +661,11 @@ func (ec *ExecutionContext) End(result Value, err error) {
 			ec.mu.Unlock()
 		}
 	}
-	ec.end1()
+	ec.recordEnd()
 }
 
-// end1 records the run's end record, once.
-func (ec *ExecutionContext) end1() {
+// recordEnd records the run's end record, once.
+func (ec *ExecutionContext) recordEnd() {
 	now := ec.t.now()
 	ec.mu.Lock()
 	if ec.ended {
