@@ -186,3 +186,30 @@ func TestStreamOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeKeepsCycles: spans whose parent links form a cycle (malformed
+// input) become roots instead of disappearing from the tree.
+func TestTreeKeepsCycles(t *testing.T) {
+	root, x, y, z := trace.SpanID{1}, trace.SpanID{2}, trace.SpanID{3}, trace.SpanID{4}
+	recs := []trace.Record{
+		{Seq: 1, SpanID: root, Type: trace.TypeRunStart},
+		{Seq: 2, SpanID: x, ParentID: y, Type: trace.TypeCustom},
+		{Seq: 3, SpanID: y, ParentID: x, Type: trace.TypeCustom},
+		{Seq: 4, SpanID: z, ParentID: x, Type: trace.TypeCustom}, // under the cycle, not in it
+	}
+	var count func([]*trace.Node) int
+	count = func(ns []*trace.Node) int {
+		n := len(ns)
+		for _, c := range ns {
+			n += count(c.Children)
+		}
+		return n
+	}
+	roots := trace.Tree(recs)
+	if len(roots) != 3 || roots[1].Start.SpanID != x || roots[2].Start.SpanID != y || count(roots) != 4 {
+		t.Fatalf("got %d roots, %d nodes; want root, x and y as roots and all 4 nodes", len(roots), count(roots))
+	}
+	if len(roots[1].Children) != 1 || roots[1].Children[0].Start.SpanID != z {
+		t.Errorf("z is not under x")
+	}
+}

@@ -69,12 +69,13 @@ func Tree(recs []Record) []*Node {
 	return roots
 }
 
-// inCycle reports whether following parent links up from p reaches n (so
-// that hanging n under p would make a cycle) or loops without reaching a
-// root.
+// inCycle reports whether following parent links up from p reaches n, so
+// that hanging n under p would make a cycle. A loop above p that does not
+// pass through n is not n's: its members become roots themselves, and n
+// stays reachable under p.
 func inCycle(n, p *Node, nodes map[SpanID]*Node) bool {
-	for steps := 0; p != nil; steps++ {
-		if p == n || steps > len(nodes) {
+	for steps := 0; p != nil && steps <= len(nodes); steps++ {
+		if p == n {
 			return true
 		}
 		if p.Start.ParentID.IsZero() {
