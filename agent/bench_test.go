@@ -164,8 +164,8 @@ func benchRun(b *testing.B, rounds int) {
 // traced by turns, one run each per op, and reports the traced run's
 // overhead: the median over ops of (traced − untraced) / untraced, in
 // percent. Pairing the two runs of an op cancels the host's slow drift,
-// which moves the means of separate benchmarks by several percent here.
-// Use -benchtime 40x or more; each op takes about 140 ms.
+// which moves the means of separate benchmarks apart.
+// Use -benchtime 40x or more: an op is two whole 1,000-iteration runs.
 func BenchmarkRun1000Paired(b *testing.B) {
 	a := newBenchAgent(b, rounds50us())
 	tracer := benchTracer(b)

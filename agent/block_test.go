@@ -39,7 +39,7 @@ func TestTimeoutEndsRunBlockedOnStuckSink(t *testing.T) {
 				// The parent run has no limits; the child's timeout
 				// ends the child's waits.
 				ctx, ec := tr.Start(context.Background(), "parent", trace.RunOptions{})
-				defer ec.End()
+				defer ec.End(nil, nil)
 				done <- exec.RunChild(ctx, "sub", loop, "go")
 			}()
 			var res agent.Result

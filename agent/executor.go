@@ -94,8 +94,8 @@ func (e *LimitError) Unwrap() error { return e.Err }
 // Result is a finished run: its answer together with its trace.
 type Result struct {
 	Answer      string                  // the final answer; "" when the run failed before one
-	Records     []trace.Record          // the run's records, nested runs included, in Seq order; nil when untraced
-	Stats       trace.Stats             // aggregates of Records
+	Records     []trace.Record          // the run's records, nested runs included, in Seq order; nil when untraced or StreamOnly
+	Stats       trace.Stats             // aggregates of the run's records (kept even when StreamOnly)
 	Duration    time.Duration           // wall time from start to end
 	Termination trace.TerminationReason // why the run ended (success included)
 	Err         error                   // why the run failed; nil on success
@@ -113,6 +113,10 @@ type Executor struct {
 	Tracer *trace.Tracer
 	// Tags label every root run, e.g. "env:ci".
 	Tags []string
+	// StreamOnly sends root runs' records to the Tracer's sinks without
+	// keeping them in memory (trace.RunOptions.StreamOnly): Result.Records
+	// is then nil, while Result.Stats is complete.
+	StreamOnly bool
 	// Hooks fire, in order, at each HookPoint.
 	Hooks []Hook
 	// Limits bound each run.
@@ -155,7 +159,7 @@ func (e *Executor) Run(ctx context.Context, loop AgentLoop, input string) Result
 	ctx, cancel := e.withTimeout(ctx)
 	defer cancel()
 	if e.Tracer != nil {
-		ctx, ec = e.Tracer.Start(ctx, e.name(), trace.RunOptions{Input: trace.Text(input), Tags: e.Tags, Data: loop})
+		ctx, ec = e.Tracer.Start(ctx, e.name(), trace.RunOptions{Input: trace.Text(input), Tags: e.Tags, Data: loop, StreamOnly: e.StreamOnly})
 	} else if trace.FromContext(ctx) != nil {
 		// An untraced run inside a traced one must not record into it.
 		ctx = trace.NewContext(ctx, nil)
@@ -173,7 +177,7 @@ func (e *Executor) RunChild(ctx context.Context, name string, loop AgentLoop, in
 	ctx, cancel := e.withTimeout(ctx)
 	defer cancel()
 	ctx, child := trace.SpawnChild(ctx, name, loop) // under the tool call running it, if any
-	defer child.End()
+	defer child.End(nil, nil)
 	return e.execute(ctx, child, runFrom(ctx), loop, input)
 }
 
@@ -206,16 +210,17 @@ func (e *Executor) execute(ctx context.Context, ec *trace.ExecutionContext, pare
 		r.mu.Unlock()
 	}
 	reason := reasonOf(err)
+	var result trace.Value
 	if err == nil && answer != "" {
-		ec.SetResult(trace.Text(answer))
+		result = trace.Text(answer)
 	}
-	ec.Terminate(reason, err)
+	ec.SetTermination(reason, err)
 	if len(e.Hooks) > 0 {
 		// The run is over: a failing after_run hook is recorded but
 		// changes nothing.
 		_ = r.fire(ctx, &HookEvent{Point: AfterRun, Answer: answer, Termination: reason, Err: err}, false)
 	}
-	ec.End()
+	ec.End(result, nil) // err is in the termination: not recorded again as an error record
 
 	res := Result{Answer: answer, Termination: reason, Err: err, Duration: time.Since(start)}
 	if ec != nil {
@@ -576,7 +581,7 @@ func (r *run) fire(ctx context.Context, ev *HookEvent, abort bool) error {
 		ev.Iteration = int(r.iter.Load())
 	}
 	for _, h := range r.exec.Hooks {
-		span := r.ec.Start(trace.TypeHookStart, string(ev.Point), nil)
+		span := r.ec.StartSpan(trace.SpanHook, string(ev.Point), nil)
 		err := fireHook(ctx, r.ec, h, ev)
 		span.End(nil, err)
 		if err != nil && abort {

@@ -183,7 +183,7 @@ func (c *toolCall) begin(ctx context.Context, call ToolCall) bool {
 		c.res.Call = cc
 	}
 	if c.ec != nil {
-		c.span = c.ec.Start(trace.TypeToolStart, c.res.Call.Name, jsonValue(c.res.Call.Input))
+		c.span = c.ec.StartSpan(trace.SpanTool, c.res.Call.Name, jsonValue(c.res.Call.Input))
 	}
 	if c.hooks { // the clock is read only for what uses it
 		c.start = time.Now()
@@ -346,7 +346,7 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 		// once EndModel returns.
 		buf = valueBufs.Get().(*[]byte)
 		*buf = appendRequest((*buf)[:0], req)
-		span = ec.Start(trace.TypeModelCall, name, *buf)
+		span = ec.StartSpan(trace.SpanModel, name, *buf)
 		if req.OnDelta == nil {
 			req.OnDelta = func(kind, chunk string) { span.Delta(kind, trace.Text(chunk)) }
 		}

@@ -54,8 +54,8 @@ func (t *AgentTarget) Run(ctx context.Context, c CaseRef) (run *Run, err error) 
 	ctx, ec := tr.Start(ctx, c.Case.ID, trace.RunOptions{Input: trace.Text(c.Case.Input), Tags: tags})
 	defer func() {
 		if p := recover(); p != nil {
-			ec.Terminate(trace.TerminationError, fmt.Errorf("agent panicked: %v", p))
-			ec.End()
+			ec.SetTermination(trace.TerminationError, fmt.Errorf("agent panicked: %v", p))
+			ec.End(nil, nil)
 			run, err = nil, fmt.Errorf("case %s: agent panicked: %v", c.Case.ID, p)
 		}
 	}()
@@ -64,7 +64,7 @@ func (t *AgentTarget) Run(ctx context.Context, c CaseRef) (run *Run, err error) 
 	if answer != "" {
 		result = trace.Text(answer)
 	}
-	ec.Finish(result, aerr)
+	ec.End(result, aerr)
 	return RunFromRecords(ec.Records(), t.Name()), nil
 }
 

@@ -22,8 +22,7 @@ func benchRun(n int) []trace.Record {
 		}
 		trace.Tool(ctx, fmt.Sprintf("tool%d", i%7), map[string]any{"q": i}, func(context.Context) (int, error) { return i, nil })
 	}
-	ec.SetResult(trace.Text("done"))
-	ec.End()
+	ec.End(trace.Text("done"), nil)
 	return ec.Records()
 }
 

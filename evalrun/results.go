@@ -68,11 +68,10 @@ func Save(ctx context.Context, st store.Store, rep *Report, now func() time.Time
 		ec.Custom(ResultRecord, trace.JSON(NewRow(rep, res, RowOptions{})))
 	}
 	pass, fail, skip, errs := rep.Counts()
-	ec.SetResult(trace.JSON(map[string]int{"passed": pass, "failed": fail, "skipped": skip, "errors": errs}))
 	if fail+errs > 0 {
-		ec.Terminate(trace.TerminationError, fmt.Errorf("%d of %d cases failed, %d could not run", fail, len(rep.Results), errs))
+		ec.SetTermination(trace.TerminationError, fmt.Errorf("%d of %d cases failed, %d could not run", fail, len(rep.Results), errs))
 	}
-	ec.End()
+	ec.End(trace.JSON(map[string]int{"passed": pass, "failed": fail, "skipped": skip, "errors": errs}), nil)
 	if _, err := st.Append(ctx, ec.Records()); err != nil {
 		return trace.TraceID{}, fmt.Errorf("storing the evaluation results: %w", err)
 	}

@@ -67,7 +67,7 @@ func BenchmarkToolCall(b *testing.B) {
 			for b.Loop() {
 				ec.ToolCall("calculator", in, out, 50*time.Microsecond, nil)
 				if n++; n == 1000 {
-					ec.End()
+					ec.End(nil, nil)
 					_, ec = tr.Start(context.Background(), "bench", trace.RunOptions{})
 					n = 0
 				}

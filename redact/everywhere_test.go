@@ -97,10 +97,10 @@ func record(t *testing.T, dir string, secrets []planted, redacted bool) (jsonlPa
 	ec.Guardrail("no-secrets", "warn", s["guardrail"], trace.Raw([]byte(s["guarddetails"])))
 	ec.MemorySet(trace.ScopeGlobal, s["memorykey"], trace.Raw([]byte(s["memoryvalue"])))
 	_, _ = trace.Tool(run, "calculator", 1, func(context.Context) (int, error) { return 2, nil })
-	hook := ec.Start(trace.TypeHookStart, "before_tool", nil)
+	hook := ec.StartSpan(trace.SpanHook, "before_tool", nil)
 	hook.End(nil, errors.New(s["hookerror"]))
 	ec.EndIteration(s["iteration"])
-	ec.Finish(trace.Raw([]byte(s["result"])), errors.New(s["finisherror"]))
+	ec.End(trace.Raw([]byte(s["result"])), errors.New(s["finisherror"]))
 	if err := tr.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func FuzzRecorder(f *testing.F) {
 		ec.Guardrail(plant(name), plant(tag), plant(errText), v)
 		ec.MemorySet(trace.ScopeMemory, plant(name), v)
 		_, _ = trace.Tool(ctx, plant(name), string(value), func(context.Context) (string, error) { return plant(string(value)), nil })
-		ec.Finish(trace.Text(plant(errText)), errors.New(plant(errText)))
+		ec.End(trace.Text(plant(errText)), errors.New(plant(errText)))
 		for _, r := range ec.Records() {
 			line := r.AppendJSON(nil)
 			if strings.Contains(string(line), openAI) {

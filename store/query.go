@@ -135,7 +135,7 @@ func ParseQueryAt(s string, now time.Time) (Query, error) {
 
 func typeList() string {
 	var b strings.Builder
-	for i, t := range trace.Types {
+	for i, t := range trace.Types() {
 		if i > 0 {
 			b.WriteString(", ")
 		}

@@ -89,7 +89,7 @@ func TestSinkShutdownDeadline(t *testing.T) {
 	for range 10 {
 		ec.Custom("x", nil)
 	}
-	ec.End()
+	ec.End(nil, nil)
 	<-s.entered // the dispatcher is stuck in the store
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -132,7 +132,7 @@ func TestSinkStoresDropMarkers(t *testing.T) {
 	for range 50 {
 		ec.Custom("x", nil)
 	}
-	ec.End()
+	ec.End(nil, nil)
 	close(gate)
 	_ = tr.Shutdown(context.Background())
 	dropped := tr.Dispatcher().Stats().Dropped

@@ -26,65 +26,55 @@ type Span struct {
 
 // BuildSpans groups recs by span id into a tree and returns its roots:
 // spans with no parent, or whose parent is not among recs (an orphan is
-// kept as a root rather than lost). recs need not be sorted.
+// kept as a root rather than lost), or whose parent links make a cycle.
+// recs need not be sorted. The tree is trace.Tree's, the one tree builder;
+// a Span is its JSON view, with the records of a span id that Tree keeps
+// as separate nodes (malformed input) merged into one.
 func BuildSpans(recs []trace.Record) []*Span {
-	sorted := slices.Clone(recs)
-	slices.SortStableFunc(sorted, func(a, b trace.Record) int { return cmp.Compare(a.Seq, b.Seq) })
 	byID := make(map[trace.SpanID]*Span)
-	var order []*Span
-	for i := range sorted {
-		r := &sorted[i]
-		s := byID[r.SpanID]
-		if s == nil {
-			s = &Span{ID: r.SpanID, Parent: r.ParentID, Type: r.Type, Start: r.Start()}
-			byID[r.SpanID] = s
-			order = append(order, s)
-		}
-		if s.Parent.IsZero() {
-			s.Parent = r.ParentID
-		}
-		if s.Name == "" {
-			s.Name = r.Name
-		}
-		if st := r.Start(); st.Before(s.Start) {
-			s.Start = st
-		}
-		s.Duration = max(s.Duration, r.Duration)
-		if r.Status != "" {
-			s.Status = r.Status
-		}
-		if r.Error != "" {
-			s.Error = r.Error
-		}
-		s.Seqs = append(s.Seqs, r.Seq)
-	}
 	var roots []*Span
-	for _, s := range order {
-		p := byID[s.Parent]
-		// A span that is its own ancestor would make a cycle: treat it as a root.
-		if s.Parent.IsZero() || p == nil || p == s || isAncestor(s, p, byID) {
-			roots = append(roots, s)
-			continue
+	var walk func(ns []*trace.Node, into *[]*Span)
+	walk = func(ns []*trace.Node, into *[]*Span) {
+		for _, n := range ns {
+			s := byID[n.Start.SpanID]
+			if s == nil {
+				s = &Span{ID: n.Start.SpanID, Parent: n.Start.ParentID, Type: n.Start.Type, Start: n.Start.Start()}
+				byID[s.ID] = s
+				*into = append(*into, s)
+			}
+			s.add(n.Start)
+			if n.End != nil {
+				s.add(n.End)
+			}
+			walk(n.Children, &s.Children)
 		}
-		p.Children = append(p.Children, s)
+	}
+	walk(trace.Tree(recs), &roots)
+	for _, s := range byID {
+		slices.Sort(s.Seqs)
 	}
 	return roots
 }
 
-// isAncestor reports whether s is an ancestor of p (so that attaching s
-// under p would make a cycle).
-func isAncestor(s, p *Span, byID map[trace.SpanID]*Span) bool {
-	seen := 0
-	for q := p; q != nil && seen <= len(byID); seen++ {
-		if q == s {
-			return true
-		}
-		if q.Parent.IsZero() {
-			return false
-		}
-		q = byID[q.Parent]
+// add folds r, one of the span's records, into s.
+func (s *Span) add(r *trace.Record) {
+	if s.Parent.IsZero() {
+		s.Parent = r.ParentID
 	}
-	return seen > len(byID)
+	if s.Name == "" {
+		s.Name = r.Name
+	}
+	if st := r.Start(); st.Before(s.Start) {
+		s.Start = st
+	}
+	s.Duration = max(s.Duration, r.Duration)
+	if r.Status != "" {
+		s.Status = r.Status
+	}
+	if r.Error != "" {
+		s.Error = r.Error
+	}
+	s.Seqs = append(s.Seqs, r.Seq)
 }
 
 // Memory is a run's memory pool rebuilt from its memory.set records, after

@@ -34,7 +34,7 @@ func BenchmarkRecord(b *testing.B) {
 	for b.Loop() {
 		ec.ToolCall("calculator", in, out, 50*time.Microsecond, nil)
 		if n++; n == 1000 {
-			ec.End()
+			ec.End(nil, nil)
 			_, ec = tr.Start(context.Background(), "bench", trace.RunOptions{})
 			n = 0
 		}
@@ -66,14 +66,14 @@ func BenchmarkIteration(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				ec.StartIteration()
-				m := ec.Start(trace.TypeModelCall, "bench-model", req)
+				m := ec.StartSpan(trace.SpanModel, "bench-model", req)
 				m.EndModel(resp, nil, u, "tool_calls", nil)
-				s := ec.Start(trace.TypeToolStart, "calculator", trace.Raw(in))
+				s := ec.StartSpan(trace.SpanTool, "calculator", trace.Raw(in))
 				_ = s.Context(ctx)
 				s.End(trace.Raw(out), nil)
 				ec.EndIteration("continue")
 				if n++; n == 1000 {
-					ec.End()
+					ec.End(nil, nil)
 					_ = ec.Records()
 					_ = tr.Flush(context.Background())
 					ctx, ec = tr.Start(context.Background(), "bench", trace.RunOptions{})

@@ -204,7 +204,7 @@ func (ec *ExecutionContext) keep(r *Record, fresh [3]bool) {
 
 // own returns a copy of v that the run keeps: in the run's arena if v is
 // small, in a buffer of its own otherwise. It is how every entry point
-// that holds on to a caller's Value (SetResult, a model-call span's input)
+// that holds on to a caller's Value (End's result, a model-call span's input)
 // stops sharing it. ec.mu must be held.
 func (ec *ExecutionContext) own(v Value) Value {
 	n := len(v)

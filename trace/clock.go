@@ -7,7 +7,7 @@ import (
 
 // A clock reads the time for records: the wall time of an anchor plus the
 // monotonic time elapsed since it. Reading the monotonic clock alone costs
-// about two thirds of time.Now (40 vs 58 ns on the VM of BENCHMARKS.md),
+// less than time.Now (BenchmarkClock; the numbers are in BENCHMARKS.md),
 // and a run reads the clock for almost every record. The anchor is renewed
 // every second, so the wall times follow the system clock's corrections
 // within a second while durations, taken from the monotonic readings,

@@ -29,6 +29,13 @@ const (
 // Options configure a Tracer. The zero value records everything in full
 // (values up to DefaultMaxValueBytes) and sends records nowhere but to the
 // ExecutionContext itself.
+//
+// Memory: each run keeps every record it makes (values copied, see
+// MaxValueBytes) for as long as its ExecutionContext is reachable, so that
+// Records and Stats can answer after the run; dropping the context frees
+// them. A run started with RunOptions.StreamOnly keeps none (see there).
+// Between runs the Tracer keeps only two numbers, the sizes of the last two
+// root runs, used to size the next run's log (see Tracer.Start).
 type Options struct {
 	// Sinks receive every record through a Dispatcher built from Dispatch.
 	Sinks []Sink
@@ -71,10 +78,12 @@ type Tracer struct {
 	disp *Dispatcher
 	now  func() time.Time
 	clk  clock
-	// runSize is how many records the last root run made: the next run's
-	// log starts that big, so a service running the same agent over and
-	// over never grows (copies) its logs.
-	runSize atomic.Int64
+	// lastRun and prevRun are how many records the last two root runs
+	// made: the next run's log starts as big as the smaller of the two
+	// (at most maxPresize), so that a service running the same agent over
+	// and over does not grow its logs chunk by chunk, while one huge run
+	// does not make the runs after it allocate for its size.
+	lastRun, prevRun atomic.Int64
 }
 
 // New returns a Tracer. If opts has sinks it starts a Dispatcher; call
@@ -119,17 +128,34 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 }
 
 // RunOptions describe a run to Tracer.Start. The zero value starts a new
-// trace with no input and no tags.
+// trace with no input and no tags, whose records are kept in memory.
 type RunOptions struct {
 	Input   Value    // what the run was asked
 	Tags    []string // labels to search by, e.g. "env:ci"
 	TraceID TraceID  // continue this trace instead of starting one (for example from an incoming traceparent)
 	Parent  SpanID   // the remote span this run is a child of
 	Data    any      // the loop's own state, returned by ExecutionContext.Data
+
+	// StreamOnly, if set, makes the run (and the runs nested in it) send
+	// its records to the tracer's sinks without keeping them: Records
+	// returns nil, and so do callers that return a run's records (such as
+	// agent.Result.Records). Stats, Termination, Result and Duration still
+	// work. With a background dispatcher a record is held only until the
+	// dispatcher takes it for the sinks; with an inline one or no sinks,
+	// not at all. Use it for long runs, or services, that stream to sinks
+	// and never read the records back from the run.
+	StreamOnly bool
 }
 
 // Start begins a root run named name, records run.start, and returns a
-// context carrying its ExecutionContext. End the run with End.
+// context carrying its ExecutionContext. End the run with its End method.
+//
+// The run's log is allocated up front for as many records as the smaller
+// of the tracer's last two root runs made (not at all for the first two
+// runs), and at most 16384 records (5 MB); it grows in small chunks past
+// that. So one large run does not make the runs after it allocate for its
+// size, and a service running the same agent over and over allocates each
+// run's log once.
 func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.Context, *ExecutionContext) {
 	if t == nil {
 		return ctx, nil
@@ -139,15 +165,16 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 		tid = NewTraceID()
 	}
 	ec := &ExecutionContext{
-		t:     t,
-		ctx:   ctx,
-		trace: &traceState{id: tid},
-		name:  name,
-		span:  NewSpanID(),
-		data:  o.Data,
-		start: t.now(),
+		t:      t,
+		ctx:    ctx,
+		trace:  &traceState{id: tid},
+		name:   name,
+		span:   NewSpanID(),
+		data:   o.Data,
+		start:  t.now(),
+		stream: o.StreamOnly,
 	}
-	if n := t.runSize.Load(); n > 0 {
+	if n := min(t.lastRun.Load(), t.prevRun.Load()); n > 0 && !o.StreamOnly {
 		ec.records.head = make([]Record, 0, min(n, maxPresize))
 	}
 	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: slices.Clone(o.Tags), Time: ec.start})
@@ -180,6 +207,7 @@ type ExecutionContext struct {
 	depth  int
 	data   any
 	start  time.Time
+	stream bool // RunOptions.StreamOnly: the log holds only records the dispatcher has yet to take
 
 	mu        sync.Mutex
 	records   recordLog
@@ -325,14 +353,18 @@ func (ec *ExecutionContext) record(ctx context.Context, r Record) {
 		d.register(ec)
 	}
 	r.Seq = ec.trace.seq.Add(1)
-	idx := ec.records.n
-	ec.records.append(r)
-	ec.stats.Add(&r)
-	if sent {
+	if idx := ec.records.n; sent {
+		ec.records.append(r)
 		ec.addUnsent(idx)
-	} else if background {
-		ec.lost.add(r.Seq, r.Time) // reported by a marker: see Dispatcher.round
+	} else {
+		if !ec.stream {
+			ec.records.append(r)
+		}
+		if background {
+			ec.lost.add(r.Seq, r.Time) // reported by a marker: see Dispatcher.round
+		}
 	}
+	ec.stats.Add(&r)
 	ec.mu.Unlock()
 	if d != nil {
 		if d.opts.Inline {
@@ -352,9 +384,10 @@ func (ec *ExecutionContext) record(ctx context.Context, r Record) {
 // Records returns the records of ec and of every run nested in it, in Seq
 // order. The slice may be the run's own log, shared rather than copied
 // (records never change once made, and later records never show through
-// it): treat it as read-only.
+// it): treat it as read-only. The records stay in memory as long as ec is
+// reachable. For a run started with RunOptions.StreamOnly it returns nil.
 func (ec *ExecutionContext) Records() []Record {
-	if ec == nil {
+	if ec == nil || ec.stream {
 		return nil
 	}
 	ec.mu.Lock()
@@ -445,27 +478,10 @@ func (ec *ExecutionContext) EndIteration(action string) {
 	ec.Record(Record{Type: TypeIterationEnd, SpanID: span, ParentID: ec.span, Iteration: n, Status: action, Duration: now.Sub(start), Time: now})
 }
 
-// SpawnChild starts a nested run (a sub-agent, a compaction pass) and
-// records child.spawn under the current iteration. The child's stats roll
-// up into ec as they arrive. Call CompleteChild (or the child's End) when it
-// is done, with defer:
-//
-//	child := ec.SpawnChild("compaction", nil)
-//	defer ec.CompleteChild(child)
-//
-// To nest the child under a span in progress (the tool call that runs a
-// sub-agent), use the package function SpawnChild with that span's context.
-func (ec *ExecutionContext) SpawnChild(name string, data any) *ExecutionContext {
-	if ec == nil {
-		return nil
-	}
-	return ec.spawn(ec.ctx, name, data, SpanID{})
-}
-
 func (ec *ExecutionContext) spawn(ctx context.Context, name string, data any, under SpanID) *ExecutionContext {
 	c := &ExecutionContext{
 		t: ec.t, ctx: ctx, trace: ec.trace, name: name, span: NewSpanID(),
-		parent: ec, depth: ec.depth + 1, data: data, start: ec.t.now(),
+		parent: ec, depth: ec.depth + 1, data: data, start: ec.t.now(), stream: ec.stream,
 	}
 	ec.mu.Lock()
 	ec.children = append(ec.children, c)
@@ -481,11 +497,16 @@ func (ec *ExecutionContext) spawn(ctx context.Context, name string, data any, un
 	return c
 }
 
-// SpawnChild starts a nested run of the run carried by ctx, under the span
-// that ctx carries (see Span.Context) or else the current iteration, and
-// returns a context carrying the child. End the child with its End method
-// (or the parent's CompleteChild). Without a run in ctx it returns ctx and
-// a nil (disabled) child.
+// SpawnChild starts a nested run (a sub-agent, a compaction pass) of the
+// run carried by ctx, records child.spawn under the span that ctx carries
+// (see Span.Context) or else the current iteration, and returns a context
+// carrying the child. The child's stats roll up into its parent as they
+// arrive. End the child with its End method, which records child.end:
+//
+//	ctx, child := trace.SpawnChild(ctx, "compaction", nil)
+//	defer child.End(nil, nil)
+//
+// Without a run in ctx it returns ctx and a nil (disabled) child.
 func SpawnChild(ctx context.Context, name string, data any) (context.Context, *ExecutionContext) {
 	ec := FromContext(ctx)
 	if ec == nil {
@@ -499,41 +520,12 @@ func SpawnChild(ctx context.Context, name string, data any) (context.Context, *E
 	return NewContext(ctx, c), c
 }
 
-// CompleteChild ends child, if it has not ended yet, and records child.end
-// with its termination reason, result, error and duration. It is safe to
-// call more than once.
-func (ec *ExecutionContext) CompleteChild(child *ExecutionContext) {
-	if ec == nil || child == nil {
-		return
-	}
-	child.End()
-}
-
-// Children returns the runs spawned by ec so far.
-func (ec *ExecutionContext) Children() []*ExecutionContext {
-	if ec == nil {
-		return nil
-	}
-	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	return slices.Clone(ec.children)
-}
-
-// SetResult records the run's final result, reported by End. It keeps a
-// copy of v, so the caller may reuse v's buffer.
-func (ec *ExecutionContext) SetResult(v Value) {
-	if ec == nil {
-		return
-	}
-	ec.mu.Lock()
-	ec.result = ec.own(v)
-	ec.mu.Unlock()
-}
-
-// Terminate sets why the run ends and the error, if any. The first reason
-// set wins, so a limit that stops the run is not overwritten by the error
-// the stop causes further up. It records nothing; End does.
-func (ec *ExecutionContext) Terminate(reason TerminationReason, err error) {
+// SetTermination sets why the run will end and the error, if any, for a
+// reason that End cannot infer from an error (a limit, max_iterations, a
+// hook's abort). The first reason set wins, so a limit that stops the run
+// is not overwritten by the error the stop causes further up. It does not
+// end the run and records nothing; End does.
+func (ec *ExecutionContext) SetTermination(reason TerminationReason, err error) {
 	if ec == nil {
 		return
 	}
@@ -559,13 +551,45 @@ func ReasonFor(err error) TerminationReason {
 	return TerminationError
 }
 
-// End ends the run: it settles the termination reason (success if none was
-// set), and records run.end for a root run or child.end for a nested one.
-// Later calls do nothing.
-func (ec *ExecutionContext) End() {
+// End ends the run with its outcome, and is the one way to end a run,
+// root or nested. If err is not nil it records err as an error record (so
+// that it counts in Stats) and sets the termination reason to
+// ReasonFor(err), unless SetTermination set one already; result, if not
+// empty, is the run's result. It then records run.end for a root run or
+// child.end for a nested one, with the termination reason (success if none
+// was set), the result, the error and the duration. Later calls do
+// nothing, so a deferred End(nil, nil) is a safe backstop:
+//
+//	ctx, run := tr.Start(ctx, "agent", trace.RunOptions{})
+//	defer run.End(nil, nil) // if a panic skips the End below
+//	answer, err := work(ctx)
+//	run.End(trace.Text(answer), err)
+func (ec *ExecutionContext) End(result Value, err error) {
 	if ec == nil {
 		return
 	}
+	if err != nil || len(result) > 0 {
+		ec.mu.Lock()
+		ended := ec.ended
+		ec.mu.Unlock()
+		if ended {
+			return
+		}
+		if err != nil {
+			ec.Error(err)
+			ec.SetTermination(ReasonFor(err), err)
+		}
+		if len(result) > 0 {
+			ec.mu.Lock()
+			ec.result = ec.own(result) // a copy: the caller may reuse result's buffer
+			ec.mu.Unlock()
+		}
+	}
+	ec.recordEnd()
+}
+
+// recordEnd records the run's end record, once.
+func (ec *ExecutionContext) recordEnd() {
 	now := ec.t.now()
 	ec.mu.Lock()
 	if ec.ended {
@@ -588,50 +612,29 @@ func (ec *ExecutionContext) End() {
 		return
 	}
 	ec.Record(r)
-	ec.mu.Lock()
-	ec.t.runSize.Store(int64(ec.records.n))
-	ec.mu.Unlock()
+	if !ec.stream {
+		ec.mu.Lock()
+		n := int64(ec.records.n)
+		ec.mu.Unlock()
+		ec.t.prevRun.Store(ec.t.lastRun.Swap(n))
+	}
 }
 
-// Finish ends the run with its outcome in one call: it records err (if
-// not nil) as an error record, so that it counts in Stats, sets the
-// termination reason ReasonFor(err) unless one is set already, keeps
-// result (if not empty) as the run's result, and calls End.
-func (ec *ExecutionContext) Finish(result Value, err error) {
-	if ec == nil {
-		return
-	}
-	if err != nil {
-		ec.Error(err)
-		ec.Terminate(ReasonFor(err), err)
-	}
-	if len(result) > 0 {
-		ec.SetResult(result)
-	}
-	ec.End()
-}
-
-// Ended reports whether End was called.
-func (ec *ExecutionContext) Ended() bool {
-	if ec == nil {
-		return false
-	}
-	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	return ec.ended
-}
-
-// Termination returns why the run ended (empty while it runs) and its error.
+// Termination returns why the run ended and its error; the reason is empty
+// until End was called, so it also reports whether the run has ended.
 func (ec *ExecutionContext) Termination() (TerminationReason, error) {
 	if ec == nil {
 		return "", nil
 	}
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
+	if !ec.ended {
+		return "", nil
+	}
 	return ec.reason, ec.err
 }
 
-// Result returns the value set with SetResult.
+// Result returns the result the run ended with (see End).
 func (ec *ExecutionContext) Result() Value {
 	if ec == nil {
 		return nil
@@ -654,14 +657,6 @@ func (ec *ExecutionContext) Duration() time.Duration {
 	return ec.t.now().Sub(ec.start)
 }
 
-// StartTime returns when the run began.
-func (ec *ExecutionContext) StartTime() time.Time {
-	if ec == nil {
-		return time.Time{}
-	}
-	return ec.start
-}
-
 // recordLog is a run's append-only list of records. It starts with head,
 // sized like the tracer's previous run, and goes on in chunks: a run that
 // fits in head hands its records out without a copy (records never change
@@ -672,10 +667,18 @@ type recordLog struct {
 	head   []Record
 	chunks [][]Record
 	n      int // records in head and chunks
+	// A StreamOnly run drops its reference to chunks the dispatcher took
+	// in full: chunks[:freed] are nil, and held records before freedTo.
+	freed, freedTo int
 }
 
-// maxPresize bounds the head a new run starts with, whatever the last run made.
-const maxPresize = 1 << 16
+// maxPresize bounds the head a new run starts with, whatever the last runs
+// made: 16384 records of 312 bytes, 5 MB. Past the head a log grows in
+// chunks without copying (Records copies it once), so a larger head would
+// save little. Since the head follows the smaller of the last two runs,
+// a small run pays for this bound only right after two runs at least that
+// large in a row, and only once.
+const maxPresize = 1 << 14
 
 // maxChunk keeps a chunk (64 × ~300 bytes) below the runtime's large-object
 // size, whose allocations take the heap lock and cost far more.
@@ -697,6 +700,22 @@ func (l *recordLog) append(r Record) {
 		n++
 	}
 	l.chunks[n-1] = append(l.chunks[n-1], r)
+}
+
+// release forgets the full chunks whose records all come before index
+// below, so that the garbage collector can free them once the sinks are
+// done with them. The log must have no head (a StreamOnly run's has none);
+// the last chunk, still being appended to, is kept.
+func (l *recordLog) release(below int) {
+	for l.freed < len(l.chunks)-1 {
+		c := l.chunks[l.freed]
+		if l.freedTo+len(c) > below {
+			return
+		}
+		l.freedTo += len(c)
+		l.chunks[l.freed] = nil
+		l.freed++
+	}
 }
 
 // Chunk sizes after the head: firstChunk, then doubling up to maxChunk.
@@ -792,6 +811,13 @@ func (ec *ExecutionContext) takeUnsent(segs [][]Record, cut uint64) ([][]Record,
 	var lost loss
 	if ec.lost.n > 0 && ec.lost.seq <= cut {
 		lost, ec.lost = ec.lost, loss{}
+	}
+	if ec.stream {
+		below := l.n
+		if len(ec.unsent) > 0 {
+			below = ec.unsent[0].from
+		}
+		l.release(below)
 	}
 	left := len(ec.unsent) > 0 || ec.lost.n > 0
 	ec.queued = left

@@ -250,12 +250,12 @@ func TestDispatchRunsInSeqOrder(t *testing.T) {
 			child.Custom("step", trace.JSON(i))
 			_, grand := trace.SpawnChild(trace.NewContext(ctx, child), "grand", nil)
 			grand.Custom("leaf", nil)
-			grand.End()
+			grand.End(nil, nil)
 		}
-		child.End()
+		child.End(nil, nil)
 		ec.EndIteration("continue")
 	}
-	ec.End()
+	ec.End(nil, nil)
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestDispatchAccountingUnderLoad(t *testing.T) {
 				if w%4 == 0 {
 					_, child := trace.SpawnChild(ctx, "sub", nil)
 					child.Custom("x", trace.JSON(i))
-					child.End()
+					child.End(nil, nil)
 					continue
 				}
 				ec.Custom("y", trace.JSON(i))
@@ -373,7 +373,7 @@ func TestDispatchAccountingUnderLoad(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ec.End()
+	ec.End(nil, nil)
 	stop()
 	err := tr.Shutdown(context.Background())
 	st := tr.Dispatcher().Stats()
@@ -415,10 +415,10 @@ func TestDispatchConcurrentTracesInSeqOrder(t *testing.T) {
 				for range i % 3 {
 					child.Custom("step", nil)
 				}
-				child.End()
+				child.End(nil, nil)
 				ec.EndIteration("continue")
 			}
-			ec.End()
+			ec.End(nil, nil)
 			made[g] = len(ec.Records())
 		})
 	}
@@ -525,7 +525,7 @@ func TestSinkPanicIsRecovered(t *testing.T) {
 			for i := range 20 {
 				_, _ = trace.Tool(ctx, "t", i, func(context.Context) (int, error) { return i, nil })
 			}
-			ec.End()
+			ec.End(nil, nil)
 			err := tr.Shutdown(context.Background())
 			if n := good.len(); n != len(ec.Records()) {
 				t.Fatalf("the healthy sink got %d of %d records", n, len(ec.Records()))
@@ -790,7 +790,7 @@ func TestDropsReachOnError(t *testing.T) {
 			for i := range 1000 {
 				ec.Custom("x", trace.JSON(i))
 			}
-			ec.End()
+			ec.End(nil, nil)
 		})
 	}
 	wg.Wait()
@@ -869,8 +869,8 @@ func TestDropMarkers(t *testing.T) {
 		child.Custom("c", trace.JSON(i))
 		ec.Custom("r", trace.JSON(i))
 	}
-	child.End()
-	ec.End()
+	child.End(nil, nil)
+	ec.End(nil, nil)
 	close(gate)
 	if err := tr.Shutdown(context.Background()); err == nil {
 		t.Fatal("Shutdown reports no loss")
@@ -950,7 +950,7 @@ func TestSchemaKnowsEveryType(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, typ := range trace.Types {
+	for _, typ := range trace.Types() {
 		want = append(want, string(typ))
 	}
 	if !slices.Equal(doc.Properties.Type.Enum, want) {
@@ -1038,7 +1038,7 @@ func FuzzDispatch(f *testing.F) {
 				}
 			case 3:
 				if child != nil {
-					child.End()
+					child.End(nil, nil)
 					child = nil
 				}
 			case 4:
@@ -1072,9 +1072,9 @@ func FuzzDispatch(f *testing.F) {
 			}
 		}
 		if child != nil {
-			child.End()
+			child.End(nil, nil)
 		}
-		root.End()
+		root.End(nil, nil)
 		unhold()
 		_ = tr.Shutdown(context.Background())
 

@@ -9,8 +9,18 @@
 //	tr := trace.New(trace.Options{Sinks: []trace.Sink{sink}})
 //	defer tr.Shutdown(ctx)
 //	ctx, run := tr.Start(ctx, "support-agent", trace.RunOptions{})
-//	defer run.End()
+//	defer run.End(nil, nil) // a backstop: the first End wins
 //	out, err := trace.Tool(ctx, "lookup_order", id, lookup)
+//	run.End(trace.JSON(out), err)
+//
+// An ExecutionContext's methods fall in a few groups, each with one way to
+// do a thing: Record and its shorthands (ToolCall, ModelCall, Message, …)
+// record point events; StartSpan begins a timed tool, model, hook or node
+// span that Span.End finishes; StartIteration and EndIteration bracket a
+// loop iteration; the function SpawnChild starts a nested run; End ends a
+// run, root or nested, with its result and error (SetTermination first
+// when the reason is not an error's, such as a limit); Records, Stats,
+// Termination, Result and Duration read it back.
 //
 // Every event is one Record (see the Type constants for which fields each
 // type uses), encoded as one JSON line with a version ("v":1) and W3C /
@@ -22,6 +32,20 @@
 // truncation marker) and two redaction hooks, Redact for values and
 // RedactString for names, statuses, errors and tags, that see every piece
 // of caller data first (package redact provides both).
+//
+// # Memory
+//
+// A run keeps every record it makes, values copied (and bounded by
+// Options.MaxValueBytes), for as long as its ExecutionContext is reachable:
+// that is what Records returns, and what agent.Result.Records hands on.
+// Nested runs' records are kept by the nested contexts, reachable from
+// their root. Dropping the ExecutionContext (and the records taken from it)
+// frees them all. A run started with RunOptions.StreamOnly keeps none:
+// records go to the sinks (held, with a background dispatcher, only until
+// the dispatcher takes them) and Records returns nil, while Stats and the
+// run's outcome are kept. Between runs, a Tracer keeps only the sizes of
+// its last two root runs, to size the next run's log (see Tracer.Start).
+// The background dispatcher's queue is bounded by DispatchOptions.
 //
 // A nil *Tracer and a nil *ExecutionContext are valid and record nothing;
 // that is how disabled tracing costs a nil check.

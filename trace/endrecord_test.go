@@ -17,18 +17,18 @@ func TestEndRecord(t *testing.T) {
 	tick := func() time.Time { now = now.Add(time.Second); return now }
 	_, ec := trace.New(trace.Options{Now: tick}).Start(context.Background(), "r", trace.RunOptions{})
 	// Each clock reading is a second later than the one before.
-	a := ec.Start(trace.TypeToolStart, "a", nil)
-	b := ec.Start(trace.TypeToolStart, "b", nil)
+	a := ec.StartSpan(trace.SpanTool, "a", nil)
+	b := ec.StartSpan(trace.SpanTool, "b", nil)
 	endB := b.EndRecord(trace.Text("B"), nil) // b ends first, after 1s…
 	endA := a.EndRecord(nil, errors.New("a failed"))
 	ec.Record(endA) // …but a (3s) is recorded first
 	ec.Record(endB)
-	h := ec.Start(trace.TypeHookStart, "h", nil)
+	h := ec.StartSpan(trace.SpanHook, "h", nil)
 	endH := h.EndRecord(nil, nil)
-	if !(trace.Span{}).EndRecord(nil, nil).Time.IsZero() || !ec.Start(trace.TypeModelCall, "m", nil).EndRecord(nil, nil).Time.IsZero() {
+	if !(trace.Span{}).EndRecord(nil, nil).Time.IsZero() || !ec.StartSpan(trace.SpanModel, "m", nil).EndRecord(nil, nil).Time.IsZero() {
 		t.Error("the zero span and a model call must give the zero record")
 	}
-	ec.End()
+	ec.End(nil, nil)
 	recs := ec.Records()
 	got := map[string]trace.Record{}
 	for _, r := range recs {

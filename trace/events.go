@@ -7,7 +7,7 @@ import "time"
 // ExecutionContext.
 
 // ToolCall records a finished tool call in one record: tool.end, or
-// tool.error when err is not nil. Use Start/End instead to see the call
+// tool.error when err is not nil. Use StartSpan(SpanTool, …) and End to see the call
 // while it runs.
 func (ec *ExecutionContext) ToolCall(name string, input, output Value, d time.Duration, err error) {
 	if ec != nil { // inlined, so that disabled tracing costs a compare

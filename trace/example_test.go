@@ -32,8 +32,7 @@ func Example() {
 		return "shipped", nil
 	})
 	run.EndIteration("terminate")
-	run.SetResult(trace.Text("Your order has " + status + "."))
-	run.End()
+	run.End(trace.Text("Your order has "+status+"."), nil)
 
 	st := run.Stats()
 	fmt.Printf("%d tokens, $%.4f, %d tool call\n", st.TotalTokens(), st.CostUSD, st.ToolCalls)
@@ -54,21 +53,21 @@ func ExampleTool() {
 	_, err := trace.Tool(ctx, "divide", []int{1, 0}, func(context.Context) (int, error) {
 		return 0, errors.New("division by zero")
 	})
-	run.End()
+	run.End(nil, nil)
 	last := run.Records()[2]
 	fmt.Println(err, "|", last.Type, last.Name, last.Error)
 	// Output: division by zero | tool.error divide division by zero
 }
 
-func ExampleExecutionContext_SpawnChild() {
+func ExampleSpawnChild() {
 	tr := trace.New(trace.Options{})
-	_, run := tr.Start(context.Background(), "main", trace.RunOptions{})
+	ctx, run := tr.Start(context.Background(), "main", trace.RunOptions{})
 	func() {
-		child := run.SpawnChild("compaction", nil)
-		defer run.CompleteChild(child)
+		_, child := trace.SpawnChild(ctx, "compaction", nil)
+		defer child.End(nil, nil)
 		child.ModelCall(trace.ModelCall{Model: "small", Usage: trace.Usage{InputTokens: 3000, OutputTokens: 500}})
 	}()
-	run.End()
+	run.End(nil, nil)
 	// The child's tokens roll up into the parent's stats.
 	fmt.Println(run.Stats().ByModel["small"].InputTokens, run.Stats().Children)
 	// Output: 3000 1
@@ -85,7 +84,7 @@ func ExampleOptions_redact() {
 	})
 	_, run := tr.Start(context.Background(), "r", trace.RunOptions{})
 	run.ToolCall("login", trace.JSON(map[string]string{"key": "sk-123"}), trace.Text("ok"), time.Millisecond, nil)
-	run.End()
+	run.End(nil, nil)
 	fmt.Println(run.Records()[1].Input)
 	// Output: "[redacted]"
 }
@@ -101,4 +100,23 @@ func ExampleDispatcher_Subscribe() {
 	}
 	fmt.Println((<-live).Type)
 	// Output: run.start
+}
+
+func ExampleRunOptions_streamOnly() {
+	var sent int
+	tr := trace.New(trace.Options{
+		Sinks: []trace.Sink{trace.SinkFunc(func(_ context.Context, recs []trace.Record) error {
+			sent += len(recs)
+			return nil
+		})},
+		Dispatch: trace.DispatchOptions{Inline: true},
+	})
+	_, run := tr.Start(context.Background(), "long-job", trace.RunOptions{StreamOnly: true})
+	for range 1000 {
+		run.ToolCall("step", nil, nil, time.Millisecond, nil)
+	}
+	run.End(nil, nil)
+	// The sink got every record; the run kept none, only its stats.
+	fmt.Println(sent, len(run.Records()), run.Stats().ToolCalls)
+	// Output: 1002 0 1000
 }

@@ -78,7 +78,7 @@ func TestToolPanics(t *testing.T) {
 	if got != "tool exploded" {
 		t.Fatalf("recovered %v, want the tool's own panic value", got)
 	}
-	ec.End()
+	ec.End(nil, nil)
 	var errs []trace.Record
 	for _, r := range ec.Records() {
 		if r.Type == trace.TypeToolError {
@@ -107,7 +107,7 @@ func TestToolGoexit(t *testing.T) {
 	if <-done {
 		t.Fatal("Goexit was stopped: trace.Tool returned")
 	}
-	ec.End()
+	ec.End(nil, nil)
 	var errs []string
 	for _, r := range ec.Records() {
 		if r.Type == trace.TypeToolError {

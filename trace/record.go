@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"slices"
 	"time"
 )
 
@@ -49,8 +50,12 @@ const (
 	TypeDropped Type = "dropped"
 )
 
-// Types lists every record type, in the order of the constants above.
-var Types = []Type{
+// Types returns every record type, in the order of the constants above, in
+// a new slice the caller may change.
+func Types() []Type { return slices.Clone(types[:]) }
+
+// types is the closed vocabulary: keep it in step with the constants.
+var types = [...]Type{
 	TypeRunStart, TypeRunEnd, TypeIterationStart, TypeIterationEnd,
 	TypeModelCall, TypeModelDelta,
 	TypeToolDiscovered, TypeToolStart, TypeToolEnd, TypeToolError,
@@ -60,9 +65,9 @@ var Types = []Type{
 	TypeGuardrail, TypeMessage, TypeError, TypeCustom, TypeDropped,
 }
 
-// Valid reports whether t is one of the record types in Types.
+// Valid reports whether t is one of the record types Types returns.
 func (t Type) Valid() bool {
-	for _, k := range Types {
+	for _, k := range types {
 		if k == t {
 			return true
 		}

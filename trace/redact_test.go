@@ -25,14 +25,11 @@ func TestEntryPointsCopyValues(t *testing.T) {
 		// got returns the recorded value under test.
 		got func(ec *trace.ExecutionContext) string
 	}{
-		{"SetResult", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			ec.SetResult(b)
-		}, func(ec *trace.ExecutionContext) string { ec.End(); return string(last(ec, trace.TypeRunEnd).Output) }},
-		{"SetResult/Result", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			ec.SetResult(b)
+		{"End/Result", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
+			ec.End(b, nil)
 		}, func(ec *trace.ExecutionContext) string { return string(ec.Result()) }},
-		{"Finish", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			ec.Finish(b, nil)
+		{"End", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
+			ec.End(b, nil)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeRunEnd).Output) }},
 		{"Record", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
 			ec.Record(trace.Record{Type: trace.TypeCustom, Name: "c", Input: b, Output: b, Thinking: b})
@@ -44,23 +41,23 @@ func TestEntryPointsCopyValues(t *testing.T) {
 			ec.ModelCall(trace.ModelCall{Model: "m", Input: b, Output: b, Thinking: b})
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeModelCall).Thinking) }},
 		{"Start(tool)", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			ec.Start(trace.TypeToolStart, "t", b)
+			ec.StartSpan(trace.SpanTool, "t", b)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeToolStart).Input) }},
 		{"Start(model)+EndModel", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			s := ec.Start(trace.TypeModelCall, "m", b)
+			s := ec.StartSpan(trace.SpanModel, "m", b)
 			// The buffer is overwritten before EndModel, as a caller
 			// building the response in the request's buffer would.
 			clobber(b)
 			s.EndModel(trace.Text("out"), nil, trace.Usage{}, "stop", nil)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeModelCall).Input) }},
 		{"Span.End", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			ec.Start(trace.TypeNodeStart, "n", nil).End(b, nil)
+			ec.StartSpan(trace.SpanNode, "n", nil).End(b, nil)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeNodeEnd).Output) }},
 		{"Span.EndModel", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			ec.Start(trace.TypeModelCall, "m", nil).EndModel(b, b, trace.Usage{}, "stop", nil)
+			ec.StartSpan(trace.SpanModel, "m", nil).EndModel(b, b, trace.Usage{}, "stop", nil)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeModelCall).Thinking) }},
 		{"Span.Delta", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			ec.Start(trace.TypeModelCall, "m", nil).Delta("text", b)
+			ec.StartSpan(trace.SpanModel, "m", nil).Delta("text", b)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeModelDelta).Output) }},
 		{"Tool", func(ctx context.Context, _ *trace.ExecutionContext, b trace.Value, _ []string) {
 			_, _ = trace.Tool(ctx, "t", b, func(context.Context) (trace.Value, error) { return b, nil })
@@ -87,10 +84,8 @@ func TestEntryPointsCopyValues(t *testing.T) {
 			ec.Custom("c", b)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeCustom).Output) }},
 		{"child End", func(_ context.Context, ec *trace.ExecutionContext, b trace.Value, _ []string) {
-			c := ec.SpawnChild("child", nil)
-			c.SetResult(b)
-			clobber(b)
-			c.End()
+			_, c := trace.SpawnChild(trace.NewContext(context.Background(), ec), "child", nil)
+			c.End(b, nil)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeChildEnd).Output) }},
 		{"Record tags", func(_ context.Context, ec *trace.ExecutionContext, _ trace.Value, tags []string) {
 			ec.Record(trace.Record{Type: trace.TypeCustom, Name: "c", Tags: tags})
@@ -187,16 +182,16 @@ func TestRedactSeesEveryString(t *testing.T) {
 			ec.ToolCall("tool-"+secret, v, v, time.Millisecond, err)
 			ec.ModelCall(trace.ModelCall{Model: "m", Input: v, Output: v, Thinking: v, FinishReason: "stop-" + secret,
 				Usage: trace.Usage{Provider: "p-" + secret}, Err: err})
-			s := ec.Start(trace.TypeHookStart, "hook", nil)
+			s := ec.StartSpan(trace.SpanHook, "hook", nil)
 			s.End(nil, err)
 			ec.Guardrail("rule", "warn", "message "+secret, v)
 			ec.MemorySet(trace.ScopeGlobal, "key-"+secret, v)
 			ec.Error(err)
 			_, _ = trace.Tool(ctx, "t", v, func(context.Context) (int, error) { return 0, err })
 			ec.EndIteration("continue-" + secret)
-			c := ec.SpawnChild("child-"+secret, nil)
-			c.Finish(v, err)
-			ec.Finish(v, err)
+			_, c := trace.SpawnChild(ctx, "child-"+secret, nil)
+			c.End(v, err)
+			ec.End(v, err)
 
 			for _, r := range ec.Records() {
 				b := r.AppendJSON(nil)
@@ -267,7 +262,7 @@ func BenchmarkRecordRedact(b *testing.B) {
 	for b.Loop() {
 		ec.ToolCall("calculator", in, out, 50*time.Microsecond, nil)
 		if n++; n == 1000 {
-			ec.End()
+			ec.End(nil, nil)
 			_, ec = tr.Start(context.Background(), "bench", trace.RunOptions{})
 			n = 0
 		}

@@ -7,28 +7,46 @@ import (
 )
 
 // A Span is a timed operation in progress: a tool call, a hook, a pipeline
-// node or a model call. Start it with ExecutionContext.Start and finish it
-// with End (or EndModel); the end record carries the duration and, on
+// node or a model call. Start it with ExecutionContext.StartSpan and finish
+// it with End (or EndModel); the end record carries the duration and, on
 // failure, the error. A Span is a small value: copy it freely, end it once.
 // The zero Span (from a nil ExecutionContext) does nothing.
 type Span struct {
 	ec    *ExecutionContext
-	typ   Type
+	typ   Type // the start record's type: TypeToolStart, TypeHookStart, TypeNodeStart or TypeModelCall
 	name  string
 	id    SpanID
 	start time.Time
 	input Value // a model call's input, recorded at the end
 }
 
-// Start begins a span of kind typ, which is TypeToolStart, TypeHookStart,
-// TypeNodeStart or TypeModelCall. For the first three it records the start
+// SpanKind is the kind of operation a Span times. Only the four constants
+// below are kinds: the other record types are point events, recorded with
+// Record or its shorthands.
+type SpanKind uint8
+
+// The span kinds.
+const (
+	SpanTool  SpanKind = iota + 1 // a tool call: tool.start, then tool.end or tool.error
+	SpanModel                     // a model call: one model.call record, at the end
+	SpanHook                      // a hook: hook.start, then hook.end or hook.error
+	SpanNode                      // a pipeline node: node.start, then node.end
+)
+
+// spanTypes maps a SpanKind to its start record's type.
+var spanTypes = [...]Type{SpanTool: TypeToolStart, SpanModel: TypeModelCall, SpanHook: TypeHookStart, SpanNode: TypeNodeStart}
+
+// StartSpan begins a span of the given kind named name (the tool, model,
+// hook point or node). For a tool, hook or node it records the start
 // record with input; a model call is recorded once, when it ends, with
 // input included. Either way input is copied, so the caller may reuse it
-// as soon as Start returns.
-func (ec *ExecutionContext) Start(typ Type, name string, input Value) Span {
-	if ec == nil {
+// as soon as StartSpan returns. A kind other than the SpanKind constants
+// records nothing and returns the zero Span.
+func (ec *ExecutionContext) StartSpan(kind SpanKind, name string, input Value) Span {
+	if ec == nil || kind == 0 || int(kind) >= len(spanTypes) {
 		return Span{}
 	}
+	typ := spanTypes[kind]
 	s := Span{ec: ec, typ: typ, name: name, id: NewSpanID(), start: ec.t.now()}
 	if typ != TypeModelCall {
 		ec.Record(Record{Type: typ, Name: name, SpanID: s.id, Input: input, Time: s.start})
@@ -112,7 +130,7 @@ func (s Span) EndRecord(output Value, err error) Record {
 		if err != nil {
 			r.Type = TypeHookError
 		}
-	default:
+	case TypeNodeStart:
 		r.Type = TypeNodeEnd
 	}
 	if err != nil {
@@ -163,7 +181,7 @@ func Tool[T any](ctx context.Context, name string, input any, fn func(context.Co
 	if ec == nil {
 		return fn(ctx)
 	}
-	s := ec.Start(TypeToolStart, name, JSON(input))
+	s := ec.StartSpan(SpanTool, name, JSON(input))
 	returned := false
 	defer func() {
 		if !returned {

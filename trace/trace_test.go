@@ -41,7 +41,7 @@ func TestEveryTypeRecorded(t *testing.T) {
 			t.Errorf("record %d: bad header %+v", i, r)
 		}
 	}
-	for _, typ := range trace.Types {
+	for _, typ := range trace.Types() {
 		if !seen[typ] && typ != trace.TypeDropped { // made by the dispatcher, not a run: see dispatch_test.go
 			t.Errorf("fixture records no %s record", typ)
 		}
@@ -223,10 +223,13 @@ func TestTermination(t *testing.T) {
 	}
 	tr := trace.New(trace.Options{})
 	_, ec := tr.Start(context.Background(), "r", trace.RunOptions{})
-	ec.Terminate(trace.TerminationMaxIterations, errors.New("10 iterations"))
-	ec.Terminate(trace.TerminationError, errors.New("later"))
-	ec.End()
-	ec.End()
+	ec.SetTermination(trace.TerminationMaxIterations, errors.New("10 iterations"))
+	ec.SetTermination(trace.TerminationError, errors.New("later"))
+	if reason, _ := ec.Termination(); reason != "" {
+		t.Errorf("Termination before End = %q, want empty", reason)
+	}
+	ec.End(nil, nil)
+	ec.End(nil, nil)
 	recs := ec.Records()
 	last := recs[len(recs)-1]
 	if len(recs) != 2 || last.Type != trace.TypeRunEnd || last.Status != "max_iterations" || last.Error != "10 iterations" {
@@ -251,9 +254,9 @@ func TestConcurrentRecording(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				if w%10 == 0 {
-					child := ec.SpawnChild("sub", nil)
+					_, child := trace.SpawnChild(ctx, "sub", nil)
 					child.ModelCall(trace.ModelCall{Model: "m", Usage: trace.Usage{InputTokens: 1, OutputTokens: 1}})
-					ec.CompleteChild(child)
+					child.End(nil, nil)
 					continue
 				}
 				_, _ = trace.Tool(ctx, "t", i, func(context.Context) (int, error) { return i, nil })
@@ -266,7 +269,7 @@ func TestConcurrentRecording(t *testing.T) {
 	}
 	wg.Wait()
 	ec.EndIteration("terminate")
-	ec.End()
+	ec.End(nil, nil)
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -342,11 +345,14 @@ func TestNilContextIsDisabled(t *testing.T) {
 	}
 	ec.StartIteration()
 	ec.ToolCall("x", nil, nil, 0, nil)
-	s := ec.Start(trace.TypeToolStart, "x", nil)
+	s := ec.StartSpan(trace.SpanTool, "x", nil)
 	s.End(nil, errors.New("e"))
-	c := ec.SpawnChild("c", nil)
-	ec.CompleteChild(c)
-	ec.End()
+	cctx, c := trace.SpawnChild(ctx, "c", nil)
+	if c != nil || cctx != ctx {
+		t.Error("SpawnChild in a disabled run made a child")
+	}
+	c.End(nil, nil)
+	ec.End(nil, nil)
 	if ec.Records() != nil || ec.Stats().Records != 0 {
 		t.Error("disabled context recorded")
 	}
@@ -420,16 +426,16 @@ func TestSpawnChildUnderSpan(t *testing.T) {
 	tr := trace.New(trace.Options{})
 	ctx, ec := tr.Start(context.Background(), "r", trace.RunOptions{})
 	ec.StartIteration()
-	sp := ec.Start(trace.TypeToolStart, "delegate", nil)
+	sp := ec.StartSpan(trace.SpanTool, "delegate", nil)
 	cctx, child := trace.SpawnChild(sp.Context(ctx), "helper", nil)
 	if trace.FromContext(cctx) != child || child.Depth() != 1 {
 		t.Fatal("SpawnChild did not return a context carrying the child")
 	}
 	child.Message("assistant", trace.Text("done"))
-	child.End()
+	child.End(nil, nil)
 	sp.End(nil, nil)
 	ec.EndIteration("terminate")
-	ec.End()
+	ec.End(nil, nil)
 	roots := trace.Tree(ec.Records())
 	tool := roots[0].Children[0].Children[0]
 	if tool.Start.Name != "delegate" || len(tool.Children) != 1 || tool.Children[0].Start.Type != trace.TypeChildSpawn ||
@@ -438,7 +444,7 @@ func TestSpawnChildUnderSpan(t *testing.T) {
 	}
 	// Without a span in the context, the child hangs under the iteration.
 	_, other := trace.SpawnChild(ctx, "x", nil)
-	other.End()
+	other.End(nil, nil)
 	if n := trace.Tree(ec.Records())[0]; len(n.Children) != 2 {
 		t.Errorf("want the iteration and the late child under the run, got %d nodes", len(n.Children))
 	}
@@ -447,14 +453,18 @@ func TestSpawnChildUnderSpan(t *testing.T) {
 	}
 }
 
-func TestFinish(t *testing.T) {
+func TestEndWithOutcome(t *testing.T) {
 	tr := trace.New(trace.Options{})
 	_, ec := tr.Start(context.Background(), "r", trace.RunOptions{})
-	ec.Finish(trace.Text("partial"), context.DeadlineExceeded)
+	ec.End(trace.Text("partial"), context.DeadlineExceeded)
+	ec.End(trace.Text("again"), errors.New("after the end")) // does nothing
 	recs := ec.Records()
 	end := recs[len(recs)-1]
-	if end.Type != trace.TypeRunEnd || end.Status != "timeout" || end.Output.Text() != "partial" || ec.Stats().Errors != 1 {
-		t.Errorf("run.end %+v, %d errors", end, ec.Stats().Errors)
+	if len(recs) != 3 || end.Type != trace.TypeRunEnd || end.Status != "timeout" || end.Output.Text() != "partial" || ec.Stats().Errors != 1 {
+		t.Errorf("run.end %+v, %d records, %d errors", end, len(recs), ec.Stats().Errors)
+	}
+	if reason, err := ec.Termination(); reason != trace.TerminationTimeout || err != context.DeadlineExceeded || ec.Result().Text() != "partial" {
+		t.Errorf("Termination() = %s, %v; Result() = %s", reason, err, ec.Result())
 	}
 }
 
@@ -467,14 +477,16 @@ func TestRecordsOfRepeatedRuns(t *testing.T) {
 		}
 		return ec
 	}
+	run(100).End(nil, nil)
 	first := run(100)
-	first.End()
-	// The next run starts with a log the size of the last one: its records
-	// come back without a copy, and later records do not show through.
+	first.End(nil, nil)
+	// The next run starts with a log the size of the smaller of the last
+	// two: its records come back without a copy, and later records do not
+	// show through.
 	second := run(50)
 	before := second.Records()
 	second.ToolCall("late", nil, nil, 0, nil)
-	second.End()
+	second.End(nil, nil)
 	after := second.Records()
 	if len(before) != 51 || len(after) != 53 || before[50].Name != "t" || after[51].Name != "late" {
 		t.Fatalf("before %d records, after %d", len(before), len(after))
@@ -484,7 +496,7 @@ func TestRecordsOfRepeatedRuns(t *testing.T) {
 	}
 	// A run that outgrows its log keeps every record, in order.
 	third := run(300)
-	third.End()
+	third.End(nil, nil)
 	recs := third.Records()
 	if len(recs) != 302 {
 		t.Fatalf("got %d records, want 302", len(recs))
@@ -515,7 +527,7 @@ func TestValuesAreCopied(t *testing.T) {
 			}
 			in, out, th := mk('a'), mk('b'), mk('c')
 			ec.Record(trace.Record{Type: trace.TypeModelCall, Name: "m", Input: in, Output: out, Thinking: th})
-			span := ec.Start(trace.TypeToolStart, "t", in)
+			span := ec.StartSpan(trace.SpanTool, "t", in)
 			span.End(out, nil)
 			recs := ec.Records()
 			want := make([]string, 0, 8)

@@ -32,8 +32,10 @@ func (n *Node) Duration() time.Duration { return n.Record().Duration }
 
 // Tree builds the span tree of one trace's records. Records may come in any
 // order; they are sorted by Seq first. Spans whose parent is not among the
-// records become roots, so a partial trace still renders. The records are
-// not copied: the nodes point into recs.
+// records become roots, so a partial trace still renders, and so do spans
+// whose parent links make a cycle (malformed input), so that no record is
+// lost. The records are not copied: the nodes point into recs. It is the
+// one tree builder: store.BuildSpans is a view of its result.
 func Tree(recs []Record) []*Node {
 	idx := make([]int, len(recs))
 	for i := range idx {
@@ -58,13 +60,30 @@ func Tree(recs []Record) []*Node {
 	var roots []*Node
 	for _, n := range order {
 		p, ok := nodes[n.Start.ParentID]
-		if !ok || p == n || n.Start.ParentID.IsZero() {
+		if !ok || p == n || n.Start.ParentID.IsZero() || inCycle(n, p, nodes) {
 			roots = append(roots, n)
 			continue
 		}
 		p.Children = append(p.Children, n)
 	}
 	return roots
+}
+
+// inCycle reports whether following parent links up from p reaches n, so
+// that hanging n under p would make a cycle. A loop above p that does not
+// pass through n is not n's: its members become roots themselves, and n
+// stays reachable under p.
+func inCycle(n, p *Node, nodes map[SpanID]*Node) bool {
+	for steps := 0; p != nil && steps <= len(nodes); steps++ {
+		if p == n {
+			return true
+		}
+		if p.Start.ParentID.IsZero() {
+			return false
+		}
+		p = nodes[p.Start.ParentID]
+	}
+	return false
 }
 
 // closes reports whether a record of type end closes a span opened by start.

@@ -82,7 +82,7 @@ func FuzzOmni(f *testing.F) {
 func FuzzFragola(f *testing.F) {
 	seed(f, "fragola/otel-traces.jsonl")
 	f.Add([]byte(`{"name":"tool.call","traceId":"9043174a76301549d5d6f7fd4d61013d","spanId":"2b56d8a82f33c551","parentSpanId":"0102030405060708","startTimeUnixNano":"1765312067869000000","attributes":[{"key":"gen_ai.tool.name","value":{"stringValue":"t"}},{"key":"n","value":{"intValue":"3"}}],"status":{"code":"STATUS_CODE_ERROR"},"events":[{"name":"exception","timeUnixNano":"1765312067869000001","attributes":{"exception.message":"x"}}]}`))
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, FormatFragola, data) })
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, FormatOTelJSONL, data) })
 }
 
 func FuzzDetect(f *testing.F) {

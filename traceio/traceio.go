@@ -50,17 +50,31 @@ const (
 	// FormatOmni is a trace written by omni's ExecutionTracer/TraceStorage:
 	// steps keyed by id, a memory pool with history, params, globals.
 	FormatOmni Format = "omni"
-	// FormatFragola is OpenTelemetry spans as JSON lines, as Fragola's
-	// file exporter writes them (traceId, spanId, startTime [s, ns], …).
-	FormatFragola Format = "fragola"
+	// FormatOTelJSONL is OpenTelemetry spans as JSON lines, one span object
+	// per line (traceId, spanId, startTime [s, ns], …), as OTel file
+	// exporters such as Fragola's write them. ParseFormat also accepts its
+	// former name, "fragola".
+	FormatOTelJSONL Format = "otel-jsonl"
 	// FormatOTLP is OTLP/JSON: {"resourceSpans": …} documents, one or
 	// several (one a line, as the OTel Collector's file exporter writes
 	// them), mapped by package otlp (GenAI and OpenInference conventions).
 	FormatOTLP Format = "otlp"
+
+	// FormatFragola is the former name of FormatOTelJSONL.
+	//
+	// Deprecated: use FormatOTelJSONL; "fragola" names a product, not a format.
+	FormatFragola = FormatOTelJSONL
 )
 
-// Formats lists the concrete formats, in the order Detect prefers them.
-var Formats = []Format{FormatLoupe, FormatAgentV, FormatAgentVResults, FormatOmni, FormatFragola, FormatOTLP}
+// formatFragolaName is what FormatOTelJSONL was called before it was named
+// after the format; ParseFormat and Read still accept it.
+const formatFragolaName Format = "fragola"
+
+// Formats returns the concrete formats, in the order Detect prefers them,
+// in a new slice the caller may change.
+func Formats() []Format { return slices.Clone(formats[:]) }
+
+var formats = [...]Format{FormatLoupe, FormatAgentV, FormatAgentVResults, FormatOmni, FormatOTelJSONL, FormatOTLP}
 
 // ParseFormat returns the Format named s ("auto" included), or an error
 // listing the known names.
@@ -69,11 +83,14 @@ func ParseFormat(s string) (Format, error) {
 	if f == FormatAuto || f == "" {
 		return FormatAuto, nil
 	}
-	if slices.Contains(Formats, f) {
+	if f == formatFragolaName {
+		return FormatOTelJSONL, nil
+	}
+	if slices.Contains(formats[:], f) {
 		return f, nil
 	}
 	names := []string{string(FormatAuto)}
-	for _, k := range Formats {
+	for _, k := range formats {
 		names = append(names, string(k))
 	}
 	return "", fmt.Errorf("unknown trace format %q (known: %s)", s, strings.Join(names, ", "))
@@ -180,7 +197,7 @@ func read(r io.Reader, name string, f Format) func(yield func(trace.Record, int,
 			parse = readAgentVResults
 		case FormatOmni:
 			parse = readOmni
-		case FormatFragola:
+		case FormatOTelJSONL, formatFragolaName:
 			parse = readFragola
 		case FormatOTLP:
 			parse = readOTLP
@@ -266,7 +283,7 @@ func Detect(head []byte) (Format, error) {
 	case has("v") && has("trace_id"):
 		return FormatLoupe, nil
 	case has("traceId") || has("spanId"):
-		return FormatFragola, nil
+		return FormatOTelJSONL, nil
 	case has("resourceSpans"):
 		return FormatOTLP, nil
 	case has("steps") || has("root_step_id") || has("memory_pool"):
@@ -279,7 +296,7 @@ func Detect(head []byte) (Format, error) {
 	if len(keys) > 8 {
 		keys = append(keys[:8], "…")
 	}
-	return "", fmt.Errorf("unknown trace format: top-level keys are %s; pass the format explicitly (loupe, agentv, agentv-results, omni, fragola, otlp)", strings.Join(keys, ", "))
+	return "", fmt.Errorf("unknown trace format: top-level keys are %s; pass the format explicitly (loupe, agentv, agentv-results, omni, otel-jsonl, otlp)", strings.Join(keys, ", "))
 }
 
 // topKeys returns the top-level keys of the first JSON object in b, as far

@@ -166,7 +166,7 @@ func TestRealFiles(t *testing.T) {
 				t.Errorf("stats = %+v", st)
 			}
 		}},
-		{"fragola/otel-traces.jsonl", FormatFragola, 27, 4, func(t *testing.T, recs []trace.Record) {
+		{"fragola/otel-traces.jsonl", FormatOTelJSONL, 27, 4, func(t *testing.T, recs []trace.Record) {
 			ids, traces := byTrace(recs)
 			wantIDs := []string{"9043174a76301549d5d6f7fd4d61013d", "4cc0e0456e21e1365f36ab37bba3f198", "2ab5072165f3d4a5257538e6e01a101a", "7b069d41e5af04d255944d0908d1ab4c"}
 			for i, id := range ids {
@@ -258,7 +258,7 @@ func TestDetect(t *testing.T) {
 	}{
 		{`{"v":1,"trace_id":"x"}`, FormatLoupe, ""},
 		{"\xef\xbb\xbf{\"v\":1,\"trace_id\":\"x\"}", FormatLoupe, ""},
-		{`{"name":"a","traceId":"x","spanId":"y"}`, FormatFragola, ""},
+		{`{"name":"a","traceId":"x","spanId":"y"}`, FormatOTelJSONL, ""},
 		{"{\n  \"trace_id\": \"s\",\n  \"root_step_id\": \"r\",\n  \"steps\": {", FormatOmni, ""},
 		{`{"timestamp":"2026-01-01T00:00:00Z","test_id":"t","trace":{}}`, FormatAgentVResults, ""},
 		{"{\n \"text\": \"hi\",\n \"trace\": [", FormatAgentV, ""},
@@ -277,10 +277,20 @@ func TestDetect(t *testing.T) {
 }
 
 func TestParseFormat(t *testing.T) {
-	for _, s := range []string{"auto", "", "loupe", "AgentV", "agentv-results", "omni", "fragola", "otlp"} {
+	for _, s := range []string{"auto", "", "loupe", "AgentV", "agentv-results", "omni", "otel-jsonl", "fragola", "otlp"} {
 		if _, err := ParseFormat(s); err != nil {
 			t.Errorf("ParseFormat(%q): %v", s, err)
 		}
+	}
+	// The former name of the OTel span JSONL format still parses, to the new one.
+	if f, _ := ParseFormat("fragola"); f != FormatOTelJSONL {
+		t.Errorf(`ParseFormat("fragola") = %q, want %q`, f, FormatOTelJSONL)
+	}
+	// Formats hands out a copy: changing it changes nothing for the package.
+	fs := Formats()
+	fs[0] = "nonsense"
+	if _, err := ParseFormat(string(FormatLoupe)); err != nil || Formats()[0] != FormatLoupe {
+		t.Errorf("changing the slice Formats returned changed the package's formats: %v", err)
 	}
 	if _, err := ParseFormat("jaeger"); err == nil || !strings.Contains(err.Error(), "known: auto, loupe") {
 		t.Errorf("ParseFormat(jaeger) = %v", err)

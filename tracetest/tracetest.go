@@ -100,7 +100,7 @@ func Run(tb testing.TB, name, input string, fn func(ctx context.Context) (string
 	if answer != "" {
 		result = trace.Text(answer)
 	}
-	ec.Finish(result, err)
+	ec.End(result, err)
 	return New(tb, ec.Records(), opts...)
 }
 

@@ -46,8 +46,7 @@ func research(t *testing.T) []trace.Record {
 	_, _ = trace.Tool(ctx, "summarize", map[string]any{"text": "…"}, func(context.Context) (string, error) { return "ok", nil })
 	ec.ModelCall(trace.ModelCall{Model: "m", Usage: trace.Usage{InputTokens: 600, OutputTokens: 100, CostUSD: 0.003}})
 	ec.EndIteration("terminate")
-	ec.SetResult(trace.Text("Go 1.26 is out."))
-	ec.End()
+	ec.End(trace.Text("Go 1.26 is out."), nil)
 	return ec.Records()
 }
 

@@ -75,7 +75,7 @@ run (a bad file, a target that failed).`,
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "time limit of one run of --command or --script")
 	f.StringSliceVar(&cfg.Transcripts, "transcript", nil, "AgentV transcript JSONL file(s) to grade")
 	f.StringSliceVar(&cfg.Traces, "trace", nil, "trace file(s) to grade, any format loupe reads")
-	f.StringVar(&cfg.TraceFormat, "trace-format", "auto", "format of the --trace files: auto, loupe, agentv, agentv-results, omni, fragola, otlp")
+	f.StringVar(&cfg.TraceFormat, "trace-format", "auto", "format of the --trace files: auto, loupe, agentv, agentv-results, omni, otel-jsonl (formerly fragola), otlp")
 	f.StringVar(&cfg.Script, "script", "", "run a scripted-model agent per case: a script file, or a directory of <case id>.yaml scripts")
 	f.BoolVar(&cfg.FromStore, "from-store", false, "grade traces already in the store")
 	f.StringVar(&cfg.Selection.Filter.Name, "name", "", "with --from-store: root run name")

@@ -360,7 +360,7 @@ func newTracesImportCmd() *cobra.Command {
 		Use:   "import FILE...",
 		Short: "Import trace files (Loupe JSONL, AgentV, omni, Fragola OpenTelemetry)",
 		Long: `Import trace files into the store. --format auto (the default) tells the
-format from the content; loupe, agentv, agentv-results, omni, fragola and otlp pick
+format from the content; loupe, agentv, agentv-results, omni, otel-jsonl and otlp pick
 one. Importing a file twice stores its records once. A record the store
 refuses (a time outside 1678-2261, a seq beyond 2^63-1, …) is reported with
 its file:line and left out; every other record of the file is stored. A
@@ -380,7 +380,7 @@ and the command exits non-zero if a record was refused or a file failed.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "auto", "auto, loupe, agentv, agentv-results, omni, fragola or otlp")
+	cmd.Flags().StringVar(&format, "format", "auto", "auto, loupe, agentv, agentv-results, omni, otel-jsonl (formerly fragola) or otlp")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

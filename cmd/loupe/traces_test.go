@@ -72,7 +72,7 @@ func TestTracesImportAndList(t *testing.T) {
 		"multi-agent.eval.results.jsonl: agentv-results, 46 records in 5 traces (46 new)",
 		"session_failed_run.trace.json: omni, 12 records in 1 traces (12 new)",
 		"session_rag_demo.trace.json: omni, 12 records in 1 traces (12 new)",
-		"otel-traces.jsonl: fragola, 27 records in 4 traces (27 new)",
+		"otel-traces.jsonl: otel-jsonl, 27 records in 4 traces (27 new)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("import output lacks %q:\n%s", want, out)

@@ -27,7 +27,7 @@ func record(t *testing.T, input string, fn func(ctx context.Context, ec *trace.E
 	tr := trace.New(trace.Options{Now: fixedClock()})
 	ctx, ec := tr.Start(context.Background(), "agent", trace.RunOptions{Input: trace.Text(input)})
 	fn(ctx, ec)
-	ec.End()
+	ec.End(nil, nil)
 	return ec.Records()
 }
 
@@ -37,18 +37,18 @@ func TestTrajectoryFromRecordedRun(t *testing.T) {
 		ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.Text("calling search"),
 			Usage: trace.Usage{InputTokens: 100, OutputTokens: 20, CachedTokens: 10, CostUSD: 0.01}})
 		// Parallel tools: fetch starts first, search ends first.
-		fetch := ec.Start(trace.TypeToolStart, "fetch", trace.JSON(map[string]any{"url": "u"}))
-		search := ec.Start(trace.TypeToolStart, "search", trace.JSON(map[string]any{"q": "go"}))
+		fetch := ec.StartSpan(trace.SpanTool, "fetch", trace.JSON(map[string]any{"url": "u"}))
+		search := ec.StartSpan(trace.SpanTool, "search", trace.JSON(map[string]any{"q": "go"}))
 		search.End(trace.JSON([]string{"r1"}), nil)
 		fetch.End(nil, errors.New("404"))
 		ec.EndIteration("continue")
 		ec.StartIteration()
 		ec.ToolCall("summarize", trace.Text("all of it"), trace.Text("done"), 2*time.Second, nil)
-		ec.Start(trace.TypeToolStart, "hang", nil) // never ends
+		ec.StartSpan(trace.SpanTool, "hang", nil) // never ends
 		ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.Text("final"),
 			Usage: trace.Usage{InputTokens: 50, OutputTokens: 5}})
 		ec.EndIteration("terminate")
-		ec.SetResult(trace.JSON(map[string]any{"text": "Go docs are at go.dev"}))
+		ec.End(trace.JSON(map[string]any{"text": "Go docs are at go.dev"}), nil)
 	})
 	got := fromtrace.Trajectory(recs)
 

@@ -62,7 +62,7 @@ func TestSinkPrintsTreeWhenRunEnds(t *testing.T) {
 	if b.Len() != 0 {
 		t.Fatal("tree printed before the run ended")
 	}
-	ec.End()
+	ec.End(nil, nil)
 	if !strings.Contains(b.String(), "└─ run r  success") || !strings.Contains(b.String(), "tool search  1.0ms") {
 		t.Errorf("tree:\n%s", b.String())
 	}
@@ -83,7 +83,7 @@ func TestSinkJSONLines(t *testing.T) {
 	sink := console.NewSink(&b, console.FormatJSON, console.Options{})
 	tr := trace.New(trace.Options{Sinks: []trace.Sink{sink}, Dispatch: trace.DispatchOptions{Inline: true}})
 	_, ec := tr.Start(context.Background(), "r", trace.RunOptions{})
-	ec.End()
+	ec.End(nil, nil)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("want 2 lines, got %q", b.String())

@@ -120,7 +120,7 @@ func TestThroughTracer(t *testing.T) {
 	for i := range 50 {
 		trace.Tool(ctx, "echo", i, func(context.Context) (int, error) { return i, nil })
 	}
-	run.End()
+	run.End(nil, nil)
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestTwentyAgentsCollectorDown(t *testing.T) {
 			for k := range calls {
 				trace.Tool(ctx, "step", k, func(context.Context) (int, error) { return k, nil })
 			}
-			run.End()
+			run.End(nil, nil)
 		}()
 	}
 	wg.Wait() // every agent ran to the end while the collector was down
@@ -435,7 +435,7 @@ func TestCollectorDown30s(t *testing.T) {
 			for k := 0; ; k++ {
 				select {
 				case <-stop:
-					run.End()
+					run.End(nil, nil)
 					tr.Flush(context.Background())
 					counts[i] = 2*k + 2
 					return

@@ -71,7 +71,7 @@ func TestShutdownWithStuckWriter(t *testing.T) {
 	for range 5 {
 		ec.Custom("x", nil)
 	}
-	ec.End()
+	ec.End(nil, nil)
 	<-w.entered
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

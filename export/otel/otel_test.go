@@ -60,11 +60,11 @@ func TestRoundTrip(t *testing.T) {
 	trace.Tool(ctx, "search", map[string]string{"q": "Lisbon"}, func(context.Context) ([]string, error) { return []string{"sunny"}, nil })
 	trace.Tool(ctx, "book", 3, func(context.Context) (int, error) { return 0, errors.New("no seats") })
 	run.EndIteration("continue")
-	child := run.SpawnChild("researcher", nil)
+	_, child := trace.SpawnChild(ctx, "researcher", nil)
 	child.ModelCall(trace.ModelCall{Model: "gpt-4o-mini", Usage: trace.Usage{InputTokens: 40, OutputTokens: 5}})
-	child.End()
+	child.End(nil, nil)
 	run.Message("assistant", trace.Text("done"))
-	run.End()
+	run.End(nil, nil)
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestNoContentByDefault(t *testing.T) {
 	tr := trace.New(trace.Options{Sinks: []trace.Sink{sink}, Dispatch: trace.DispatchOptions{Inline: true}})
 	ctx, run := tr.Start(context.Background(), "secretive", trace.RunOptions{Input: trace.Text("my password is hunter2")})
 	trace.Tool(ctx, "lookup", "hunter2", func(context.Context) (string, error) { return "hunter2", nil })
-	run.End()
+	run.End(nil, nil)
 	tr.Shutdown(context.Background())
 	recs, err := st.Trace(context.Background(), run.TraceID())
 	if err != nil {

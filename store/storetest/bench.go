@@ -119,7 +119,7 @@ func sinkTrace(tr *trace.Tracer, i int) []trace.Record {
 		ec.MemorySet(trace.ScopeMemory, "notes", trace.Text("note"))
 		ec.EndIteration("continue")
 	}
-	ec.End()
+	ec.End(nil, nil)
 	return ec.Records()
 }
 

@@ -64,7 +64,7 @@ func Gen(s Spec) []trace.Record {
 		return t
 	}
 	tr := trace.New(trace.Options{Now: clock, Dispatch: trace.DispatchOptions{Inline: true}})
-	_, ec := tr.Start(context.Background(), s.Name, trace.RunOptions{Input: trace.Text("question about " + s.Name), Tags: s.Tags})
+	ctx, ec := tr.Start(context.Background(), s.Name, trace.RunOptions{Input: trace.Text("question about " + s.Name), Tags: s.Tags})
 	ec.MemorySet(trace.ScopeParam, "top_k", trace.JSON(5))
 	ec.MemorySet(trace.ScopeGlobal, "lang", trace.Text("en"))
 	for i := 1; i <= s.Steps; i++ {
@@ -87,18 +87,17 @@ func Gen(s Spec) []trace.Record {
 		ec.EndIteration("continue")
 	}
 	if s.Child {
-		c := ec.SpawnChild("summarizer", nil)
+		_, c := trace.SpawnChild(ctx, "summarizer", nil)
 		c.Message("assistant", trace.Text("summary of the run"))
-		ec.CompleteChild(c)
+		c.End(nil, nil)
 	}
 	if s.Reason != "" && s.Reason != trace.TerminationSuccess {
 		var err error
 		if s.Reason == trace.TerminationError {
 			err = errors.New("run failed")
 		}
-		ec.Terminate(s.Reason, err)
+		ec.SetTermination(s.Reason, err)
 	}
-	ec.SetResult(trace.Text("final answer"))
-	ec.End()
+	ec.End(trace.Text("final answer"), nil)
 	return ec.Records()
 }

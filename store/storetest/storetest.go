@@ -691,7 +691,7 @@ func testSink(t *testing.T, s store.Store) {
 		ec.ToolCall("echo", trace.JSON(i), trace.JSON(i), time.Millisecond, nil)
 		ec.EndIteration("continue")
 	}
-	ec.End()
+	ec.End(nil, nil)
 	if err := tr.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
