@@ -27,7 +27,13 @@
 // OpenTelemetry-compatible trace and span ids; schema/record.v1.schema.json
 // describes the encoding. Records reach Sinks through a Dispatcher, inline
 // or through a bounded background queue whose full-queue policy is
-// explicit (Block, or Drop with a count that Shutdown reports). Options set
+// explicit: Block (a wait that ends with the run's context or Shutdown) or
+// Drop. A record that is not delivered is never lost silently: it is
+// counted (Stats, Shutdown's *DropError), reported to OnError (a slog
+// warning by default), and marked on its trace with a TypeDropped record.
+// A sink that fails or panics is a sink error; the other sinks go on.
+// Flush and Shutdown return by their context's deadline whatever a sink
+// does. Options set
 // the capture policy (full, metadata or none; a size limit with a visible
 // truncation marker) and two redaction hooks, Redact for values and
 // RedactString for names, statuses, errors and tags, that see every piece
