@@ -61,6 +61,25 @@ func pageArgs(q url.Values) (limit int, cursor string, err error) {
 	return limit, q.Get("cursor"), nil
 }
 
+// writePage answers with the page of summaries that f, and the request's
+// limit and cursor, select.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, f store.Filter) {
+	limit, cursor, err := pageArgs(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, err := s.o.Store.List(r.Context(), store.ListQuery{Filter: f, Limit: limit, Cursor: cursor})
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if page.Traces == nil {
+		page.Traces = []store.Summary{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
 // listTraces is GET /api/v1/traces: summaries, newest first, one page at
 // a time (next is the cursor of the following page).
 func (s *Server) listTraces(w http.ResponseWriter, r *http.Request) {
@@ -86,20 +105,7 @@ func (s *Server) listTraces(w http.ResponseWriter, r *http.Request) {
 		}
 		f.IDPrefix = p
 	}
-	limit, cursor, err := pageArgs(q)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	page, err := s.o.Store.List(r.Context(), store.ListQuery{Filter: f, Limit: limit, Cursor: cursor})
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	if page.Traces == nil {
-		page.Traces = []store.Summary{}
-	}
-	writeJSON(w, http.StatusOK, page)
+	s.writePage(w, r, f)
 }
 
 // queryError answers a failed query: a bad cursor or filter is the
@@ -237,20 +243,7 @@ func (s *Server) listEvaluations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	limit, cursor, err := pageArgs(q)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	page, err := s.o.Store.List(r.Context(), store.ListQuery{Filter: f, Limit: limit, Cursor: cursor})
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	if page.Traces == nil {
-		page.Traces = []store.Summary{}
-	}
-	writeJSON(w, http.StatusOK, page)
+	s.writePage(w, r, f)
 }
 
 // EvaluationJSON is one evaluation run: its summary and its case results.
