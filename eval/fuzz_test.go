@@ -18,14 +18,38 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("tests: [{id: a, assert: [{type: tool-trajectory, mode: exact, expected: [{tool: x, args: {a: &x 1, b: *x}}]}]}]"))
 	f.Add([]byte("a: &a [*a]"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := Parse("fuzz.yaml", data)
-		if err != nil || file == nil {
-			return
+	paths, _ = filepath.Glob("testdata/agentv-ref/*.yaml")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
 		}
-		for _, c := range file.Cases {
-			r := Evaluate(context.Background(), c, Trajectory{Calls: []ToolCall{{Name: "x"}}}, Options{})
-			_ = r.Explain()
+	}
+	f.Add([]byte("tests: [{id: a, assert: [{type: trajectory:step-count, value: {pattern: '[', min: 1}}, {type: tool-trajectory, mode: in-order, maximums: 1}]}, {assert: 3}, {id: a}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, load := range []LoadMode{LoadStrict, LoadDefault, LoadAgentV} {
+			file, err := ParseMode("fuzz.yaml", data, load)
+			if err != nil || file == nil {
+				continue
+			}
+			if load == LoadStrict && len(file.Warnings) > 0 {
+				t.Fatalf("strict mode returned warnings: %v", file.Warnings)
+			}
+			mode := ModeDefault
+			if load == LoadAgentV {
+				mode = ModeAgentV
+			}
+			for _, c := range file.Cases {
+				if load != LoadDefault && len(c.Problems) > 0 {
+					t.Fatalf("%s mode kept a case with problems", load)
+				}
+				r := Evaluate(context.Background(), c, Trajectory{Calls: []ToolCall{{Name: "x"}}, Messages: []Message{{Role: "assistant", Content: "y"}}}, Options{Mode: mode})
+				for _, a := range r.Assertions {
+					if a.Verdict == CouldNotRun && r.Verdict == Pass {
+						t.Fatalf("case %s passed with a grader that could not run", c.ID)
+					}
+				}
+				_ = r.Explain()
+			}
 		}
 	})
 }

@@ -2,6 +2,8 @@ package eval
 
 import (
 	"fmt"
+	"math"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -27,6 +29,7 @@ var kindKeys = map[Kind][]string{
 	KindToolUsed:         {"value"},
 	KindToolSequence:     {"value"},
 	KindToolArgsMatch:    {"value"},
+	KindStepCount:        {"value"},
 	KindContains:         {"value"},
 	KindIContains:        {"value"},
 	KindRegex:            {"value", "flags"},
@@ -44,7 +47,8 @@ var kindKeys = map[Kind][]string{
 var aliases = map[string]Kind{
 	"tool-trajectory": KindToolTrajectory, "expected-messages": KindExpectedMessages,
 	"trajectory:tool-used": KindToolUsed, "trajectory:tool-sequence": KindToolSequence,
-	"trajectory:tool-args-match": KindToolArgsMatch,
+	"trajectory:tool-args-match": KindToolArgsMatch, "trajectory:step-count": KindStepCount,
+	"trajectory:goal-success": KindJudge,
 	"contains":                   KindContains, "icontains": KindIContains, "regex": KindRegex, "equals": KindEquals,
 	"starts-with": KindStartsWith, "ends-with": KindEndsWith, "is-json": KindIsJSON,
 	"latency": KindLatency, "cost": KindCost, "token-usage": KindTokenUsage, "execution-metrics": KindExecutionMetrics,
@@ -53,13 +57,74 @@ var aliases = map[string]Kind{
 	"code-grader": KindScript, "code-judge": KindScript, "script": KindScript, "javascript": KindScript, "python": KindScript,
 }
 
-func knownTypes() string {
+func typeNames() []string {
 	var ks []string
 	for k := range aliases {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
-	return strings.Join(ks, ", ")
+	return ks
+}
+
+func knownTypes() string { return strings.Join(typeNames(), ", ") }
+
+// tolerate decides, outside LoadStrict, what becomes of an assertion whose
+// parse recorded probs: kept as could-not-run (LoadDefault); or, in
+// LoadAgentV, kept with the bad keys ignored, kept as an unknown type that
+// scores 0, or dropped, as AgentV 4.42.4 does. Each tolerated problem is
+// a warning.
+func (p *fileParser) tolerate(a Assertion, y *ynode, probs []*Error) (Assertion, bool) {
+	raw, _ := y.get("type").str()
+	if a.Name == "" {
+		a.Name, _ = y.first("name", "metric").str()
+	}
+	if a.Name == "" {
+		a.Name = raw
+	}
+	if a.Kind == "" {
+		a.Kind = Kind(raw)
+	}
+	if w, ok := y.get("weight").num(); ok && w >= 0 && a.Weight == 1 {
+		a.Weight = w
+	}
+	if r := y.get("required"); r != nil && !a.Required {
+		if f, ok := r.num(); ok {
+			a.Required, a.MinScore = true, &f
+		} else {
+			a.Required = r.boolean()
+		}
+	}
+	if p.mode == LoadDefault {
+		a.Problems = probs
+		return a, true
+	}
+	keep, unknown := true, false
+	for _, e := range probs {
+		switch e.class {
+		case errUnknownKey, errLenient:
+		case errUnknownType:
+			unknown = true
+		default:
+			keep = false
+		}
+	}
+	switch {
+	case unknown:
+		for _, e := range probs {
+			p.warn(e, "kept: scores 0 as in AgentV 4.42.4")
+		}
+		return Assertion{Name: a.Name, Kind: a.Kind, Weight: a.Weight, Pos: a.Pos, Unknown: true,
+			Required: a.Required, MinScore: a.MinScore}, true
+	case keep:
+		for _, e := range probs {
+			p.warn(e, "ignored, as AgentV 4.42.4 ignores it")
+		}
+		return a, true
+	}
+	for _, e := range probs {
+		p.warn(e, "grader dropped, as AgentV 4.42.4 drops it")
+	}
+	return a, false
 }
 
 func (p *fileParser) assertionList(list *ynode, caseID string, expectedCalls []ExpectedCall) []Assertion {
@@ -91,7 +156,12 @@ func (p *fileParser) assertionList(list *ynode, caseID string, expectedCalls []E
 			a.Judge.Prompt += s
 			continue
 		}
-		if a, ok := p.assertion(it, caseID, expectedCalls); ok {
+		mark := len(p.errs)
+		a, ok := p.assertion(it, caseID, expectedCalls)
+		if p.mode != LoadStrict && len(p.errs) > mark {
+			a, ok = p.tolerate(a, it, p.takeErrs(mark))
+		}
+		if ok {
 			out = append(out, a)
 		}
 	}
@@ -110,14 +180,27 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		return Assertion{}, false
 	}
 	a := Assertion{Pos: y.pos, Weight: 1}
+	if p.mode == LoadAgentV {
+		// AgentV normalizes only underscores; "not-" prefixes and Loupe's
+		// aliases are types it does not register.
+		t := strings.ReplaceAll(raw, "_", "-")
+		if t == "code-judge" || t == "llm-judge" {
+			p.classErrorf(errDeprecated, tn.pos, "grader type %q is deprecated in AgentV 4.42.4, which skips it; use %q", raw, strings.Replace(t, "-judge", "-grader", 1))
+			return a, false
+		}
+		if !agentVKinds[t] {
+			p.classErrorf(errUnknownType, tn.pos, "AgentV 4.42.4 has no %q grader (Unknown grader type); it scores 0", raw)
+			return a, false
+		}
+	}
 	t := raw
 	if strings.HasPrefix(t, "not-") {
 		a.Negate, t = true, strings.TrimPrefix(t, "not-")
 	}
 	kind, ok := aliases[strings.ReplaceAll(t, "_", "-")]
 	if !ok {
-		p.errorf(tn.pos, "unknown assertion type %q; use one of %s", raw, knownTypes())
-		return Assertion{}, false
+		p.classErrorf(errUnknownType, tn.pos, "unknown assertion type %q%s; known types: %s", raw, didYouMean(t, typeNames()), knownTypes())
+		return a, false
 	}
 	a.Kind = kind
 	a.Name, _ = y.first("name", "metric").str()
@@ -164,6 +247,8 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		a.Trajectory = p.toolSequence(y.get("value"), y.pos)
 	case KindToolArgsMatch:
 		a.ArgsCheck = p.argsCheck(y.get("value"), y.pos)
+	case KindStepCount:
+		a.StepCount = p.stepCount(y.get("value"), y.pos)
 	case KindContains, KindIContains, KindRegex, KindEquals, KindStartsWith, KindEndsWith:
 		a.Text = p.textSpec(y, kind)
 	case KindIsJSON:
@@ -172,6 +257,9 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		a.Limits = p.limits(y, kind)
 	case KindJudge:
 		prompt, _ := y.first("prompt", "value", "criteria", "rubric").str()
+		if prompt == "" { // trajectory:goal-success: value: {goal: ...}
+			prompt, _ = y.get("value").get("goal").str()
+		}
 		a.Judge = &JudgeSpec{Prompt: prompt}
 	case KindScript:
 		s := &ScriptSpec{}
@@ -202,7 +290,7 @@ func (p *fileParser) checkKeys(y *ynode, k Kind, extra []string) {
 			continue
 		}
 		allowed := append(append([]string{}, commonKeys...), extra...)
-		p.errorf(y.kpos[i], "unknown key %q for %s assertion; allowed keys: %s", key, k, strings.Join(allowed, ", "))
+		p.classErrorf(errUnknownKey, y.kpos[i], "unknown key %q for %s assertion%s; allowed keys: %s", key, k, didYouMean(key, allowed), strings.Join(allowed, ", "))
 	}
 }
 
@@ -230,7 +318,11 @@ func (p *fileParser) seqMode(y *ynode, def SeqMode) (SeqMode, bool) {
 			return m, true
 		}
 	}
-	p.errorf(y.pos, "invalid mode %q; use one of any_order, in_order, exact, subset, superset", scalarText(y))
+	var names []string
+	for _, m := range seqModes {
+		names = append(names, string(m))
+	}
+	p.errorf(y.pos, "invalid mode %q%s; use one of any_order, in_order, exact, subset, superset", scalarText(y), didYouMean(scalarText(y), names))
 	return "", false
 }
 
@@ -249,8 +341,9 @@ func (p *fileParser) trajectorySpec(y *ynode) *TrajectorySpec {
 			p.errorf(m.pos, "minimums must map tool names to counts, e.g. minimums: {search: 2}; got %s", m.describe())
 		} else {
 			for i, k := range m.keys {
-				f, ok := p.nonNegative(m.vals[i], fmt.Sprintf("minimum for %q", k))
-				if !ok {
+				f, ok := m.vals[i].num()
+				if !ok || f < 0 {
+					p.classErrorf(errLenient, m.vals[i].pos, "minimum for %q must be a non-negative number, got %s", k, m.vals[i].describe())
 					continue
 				}
 				s.Minimums = append(s.Minimums, Minimum{Tool: k, Count: f})
@@ -261,6 +354,8 @@ func (p *fileParser) trajectorySpec(y *ynode) *TrajectorySpec {
 		s.Expected = p.expectedList(e)
 	}
 	switch {
+	case mode == AnyOrder && y.get("minimums") == nil && p.mode == LoadAgentV:
+		p.errorf(y.pos, "any_order mode requires minimums in AgentV 4.42.4; add minimums: (tool: count)")
 	case mode == AnyOrder && y.get("minimums") == nil && y.get("expected") == nil:
 		p.errorf(y.pos, "any_order mode needs minimums: (tool: count) or expected: (list of {tool})")
 	case mode != AnyOrder && y.get("expected") == nil:
@@ -277,13 +372,13 @@ func (p *fileParser) expectedList(e *ynode) []ExpectedCall {
 	var out []ExpectedCall
 	for _, it := range e.items {
 		if it.kind != ymap {
-			p.errorf(it.pos, "expected item must be a mapping like {tool: name}, got %s", it.describe())
+			p.classErrorf(errLenient, it.pos, "expected item must be a mapping like {tool: name}, got %s", it.describe())
 			continue
 		}
 		p.checkItemKeys(it, "tool", "args", "args_match", "argsMatch", "max_duration_ms", "maxDurationMs")
 		name, ok := it.get("tool").str()
 		if !ok || name == "" {
-			p.errorf(it.pos, "expected item has no tool name; add tool: <name>")
+			p.classErrorf(errLenient, it.pos, "expected item has no tool name; add tool: <name>")
 			continue
 		}
 		ec := ExpectedCall{Tool: name, Pos: it.pos}
@@ -297,7 +392,7 @@ func (p *fileParser) expectedList(e *ynode) []ExpectedCall {
 				d := time.Duration(f * float64(time.Millisecond))
 				ec.MaxDuration = &d
 			} else {
-				p.errorf(md.pos, "max_duration_ms must be a non-negative number of milliseconds, got %s", md.describe())
+				p.classErrorf(errLenient, md.pos, "max_duration_ms must be a non-negative number of milliseconds, got %s", md.describe())
 			}
 		}
 		out = append(out, ec)
@@ -319,7 +414,7 @@ func (p *fileParser) nonNegative(v *ynode, what string) (float64, bool) {
 func (p *fileParser) checkItemKeys(y *ynode, allowed ...string) {
 	for i, k := range y.keys {
 		if !contains(allowed, k) {
-			p.errorf(y.kpos[i], "unknown key %q; allowed keys: %s", k, strings.Join(allowed, ", "))
+			p.classErrorf(errUnknownKey, y.kpos[i], "unknown key %q%s; allowed keys: %s", k, didYouMean(k, allowed), strings.Join(allowed, ", "))
 		}
 	}
 }
@@ -333,7 +428,7 @@ func (p *fileParser) expectedArgs(a *ynode, ec *ExpectedCall) {
 		return
 	}
 	if a.kind != ymap {
-		p.errorf(a.pos, "args must be a mapping of expected arguments or the word any, got %s", a.describe())
+		p.classErrorf(errLenient, a.pos, "args must be a mapping of expected arguments or the word any, got %s", a.describe())
 		return
 	}
 	ec.Args = a.value().(map[string]any)
@@ -362,7 +457,7 @@ func (p *fileParser) argsMatch(y *ynode, def ArgsMatch) ArgsMatch {
 	case ArgsExact, ArgsSuperset, ArgsSubset, ArgsIgnore:
 		return ArgsMatch{Rule: ArgsRule(s)}
 	}
-	p.errorf(y.pos, "invalid args_match %q; use exact, superset, subset, ignore, or a list of argument paths", scalarText(y))
+	p.classErrorf(errLenient, y.pos, "invalid args_match %q%s; use exact, superset, subset, ignore, or a list of argument paths", scalarText(y), didYouMean(scalarText(y), []string{"exact", "superset", "subset", "ignore"}))
 	return def
 }
 
@@ -413,7 +508,61 @@ func (p *fileParser) toolUsed(v *ynode, at Position) *ToolUsedSpec {
 	return s
 }
 
+// stepTypes are the step types trajectory:step-count can count in a Loupe
+// trajectory.
+var stepTypes = []string{"tool", "message"}
+
+func (p *fileParser) stepCount(v *ynode, at Position) *StepCountSpec {
+	if v == nil || v.kind != ymap {
+		p.errorf(at, "trajectory:step-count needs value: {type: tool|message, pattern: <glob>, min: N, max: N}")
+		return nil
+	}
+	p.checkItemKeys(v, "type", "pattern", "name", "min", "max")
+	s := &StepCountSpec{}
+	if t := v.get("type"); t != nil {
+		str, _ := t.str()
+		if !contains(stepTypes, str) {
+			p.errorf(t.pos, "trajectory:step-count type %q is not recorded in Loupe traces%s; use tool (tool calls) or message (assistant messages), or leave it out to count both", scalarText(t), didYouMean(scalarText(t), stepTypes))
+			return nil
+		}
+		s.Type = str
+	}
+	if pt := v.first("pattern", "name"); pt != nil {
+		str, ok := pt.str()
+		if _, err := path.Match(str, ""); !ok || err != nil {
+			p.errorf(pt.pos, "trajectory:step-count pattern must be a glob like search_* , got %s", pt.describe())
+			return nil
+		}
+		s.Pattern = str
+	}
+	for _, b := range []struct {
+		key string
+		dst **float64
+	}{{"min", &s.Min}, {"max", &s.Max}} {
+		if n := v.get(b.key); n != nil {
+			f, ok := n.num()
+			if !ok || f < 0 || f != math.Trunc(f) {
+				p.errorf(n.pos, "trajectory:step-count %s must be a whole number of steps, got %s", b.key, n.describe())
+				return nil
+			}
+			*b.dst = &f
+		}
+	}
+	switch {
+	case s.Min == nil && s.Max == nil:
+		p.errorf(v.pos, "trajectory:step-count needs a minimum or maximum: add min: N or max: N")
+		return nil
+	case s.Min != nil && s.Max != nil && *s.Max < *s.Min:
+		p.errorf(v.pos, "trajectory:step-count max (%v) is below min (%v); raise max or lower min", *s.Max, *s.Min)
+		return nil
+	}
+	return s
+}
+
 func (p *fileParser) toolSequence(v *ynode, at Position) *TrajectorySpec {
+	if v != nil && v.kind == yseq { // a bare list of steps: in order
+		v = &ynode{kind: ymap, pos: v.pos, keys: []string{"steps"}, kpos: []Position{v.pos}, vals: []*ynode{v}}
+	}
 	if v == nil || v.kind != ymap {
 		p.errorf(at, "trajectory:tool-sequence needs value: {mode: in_order|exact, steps: [tool, ...]}")
 		return nil

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,78 @@ func TestTranscriptErrors(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestLoadModes(t *testing.T) {
+	const src = `tests:
+  - id: good
+    assertions:
+      - type: contains
+        value: "42"
+  - id: typo
+    assertions:
+      - type: tool-trajectory
+        mode: in-order
+        expected: [{tool: a}]
+      - type: contains
+        value: "42"
+  - id: bad-key
+    assertions:
+      - type: contains
+        valeu: "42"
+  - id: bad-type
+    assertions:
+      - type: trajectory:tool-usd
+        value: a
+  - assertions: [{type: contains, value: x}]
+`
+	if _, err := Parse("s.yaml", []byte(src)); err == nil {
+		t.Fatal("strict parse accepted the file")
+	}
+	f, err := ParseMode("s.yaml", []byte(src), LoadDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"typo":     `s.yaml:9:15: invalid mode "in-order"; did you mean "in_order"?`,
+		"bad-key":  `s.yaml:16:9: unknown key "valeu" for contains assertion; did you mean "value"?`,
+		"bad-type": `s.yaml:19:15: unknown assertion type "trajectory:tool-usd"; did you mean "trajectory:tool-used"?`,
+		"line-21":  `s.yaml:21:5: test case has no id`,
+	}
+	if len(f.Cases) != 5 {
+		t.Fatalf("%d cases, want 5", len(f.Cases))
+	}
+	for _, c := range f.Cases {
+		r := Evaluate(context.Background(), c, Trajectory{Output: "42"}, Options{})
+		w, bad := want[c.ID]
+		if !bad {
+			if r.Verdict != Pass {
+				t.Errorf("%s: %s\n%s", c.ID, r.Verdict, r.Explain())
+			}
+			continue
+		}
+		if r.Verdict == Pass {
+			t.Errorf("%s passed with a grader that could not run", c.ID)
+		}
+		found := false
+		for _, a := range r.Assertions {
+			found = found || (a.Verdict == CouldNotRun && strings.HasPrefix(a.Reason, w))
+		}
+		if !found {
+			t.Errorf("%s: no could-not-run grader with %q\n%s", c.ID, w, r.Explain())
+		}
+	}
+	f, err = ParseMode("s.yaml", []byte(src), LoadAgentV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// typo's trajectory grader is dropped, bad-key's key ignored,
+	// bad-type kept (it scores 0), the case without id dropped.
+	if len(f.Cases) != 4 || len(f.Cases[1].Assertions) != 1 || !f.Cases[3].Assertions[0].Unknown {
+		t.Fatalf("agentv load: %+v", f.Cases)
+	}
+	if len(f.Warnings) != 5 { // bad-key: the ignored key, and then contains without value is dropped
+		t.Errorf("%d warnings, want 5: %v", len(f.Warnings), f.Warnings)
 	}
 }

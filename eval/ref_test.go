@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -107,6 +108,103 @@ func TestAgentVReference(t *testing.T) {
 				}
 				if math.Abs(got.Score-score) > 1e-3 || (got.Verdict == Pass) != pass {
 					t.Errorf("score %.4f verdict %s, want %.4f pass=%v\n%s", got.Score, got.Verdict, score, pass, got.Explain())
+				}
+			})
+		}
+	}
+}
+
+// loadCase is one reference observation of loading.yaml, where each test
+// has a grader AgentV 4.42.4 loads leniently. agentvScore was observed with
+// the real CLI (scripts/agentv-ref.sh loading); the default columns are
+// Loupe's LoadDefault, where a grader with a problem could not run.
+type loadCase struct {
+	id          string
+	agentvScore float64 // observed with AgentV 4.42.4
+	warned      bool    // --compat agentv warns about this test
+	notRun      int     // graders that could not run in the default mode
+}
+
+var loadCases = []loadCase{
+	{"unknown-key-maximums", 1, true, 1},
+	{"any-order-without-minimums", 1, true, 0}, // Loupe grades any_order with expected
+	{"invalid-mode", 1, true, 1},
+	{"unknown-type-step-count", 0.5, true, 0}, // Loupe implements it
+	{"unknown-type-tool-used", 0.75, true, 0},
+	{"deprecated-code-judge", 1, true, 0},
+	{"invalid-args-match", 0, true, 1},
+	{"unknown-item-key", 1, true, 1},
+	{"not-prefix", 0.5, true, 0},
+	{"negative-minimum", 1, true, 1},
+	{"unknown-type-required", 0, true, 1},
+}
+
+func TestAgentVLoadingReference(t *testing.T) {
+	r, err := os.Open("testdata/agentv-ref/loading-transcript.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	runs, err := ParseTranscript("loading-transcript.jsonl", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "testdata/agentv-ref/loading.yaml"
+	if _, err := ParseFileMode(path, LoadStrict); err == nil {
+		t.Fatal("strict mode loaded a file with invalid graders")
+	}
+	for _, load := range []LoadMode{LoadAgentV, LoadDefault} {
+		f, err := ParseFileMode(path, load)
+		if err != nil {
+			t.Fatalf("%s: %v", load, err)
+		}
+		if len(f.Cases) != len(loadCases) {
+			t.Fatalf("%s: %d cases, table has %d", load, len(f.Cases), len(loadCases))
+		}
+		opts := Options{}
+		if load == LoadAgentV {
+			opts.Mode = ModeAgentV
+		}
+		results, err := EvaluateFile(context.Background(), f, runs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range loadCases {
+			got := results[i]
+			if got.CaseID != want.id {
+				t.Fatalf("case %d is %s, table says %s", i, got.CaseID, want.id)
+			}
+			t.Run(load.String()+"/"+want.id, func(t *testing.T) {
+				notRun := 0
+				for _, a := range got.Assertions {
+					if a.Verdict == CouldNotRun {
+						notRun++
+						if !strings.Contains(a.Reason, path+":") {
+							t.Errorf("reason lacks file:line:column: %s", a.Reason)
+						}
+					}
+				}
+				if load == LoadAgentV {
+					if math.Abs(got.Score-want.agentvScore) > 1e-3 || (got.Verdict == Pass) != (want.agentvScore >= DefaultThreshold) {
+						t.Errorf("score %.4f verdict %s, want %.4f\n%s", got.Score, got.Verdict, want.agentvScore, got.Explain())
+					}
+					if notRun != 0 {
+						t.Errorf("%d graders could not run in agentv mode", notRun)
+					}
+					warned := false
+					for _, w := range f.Warnings {
+						warned = warned || (w.Pos.Line > f.Cases[i].Pos.Line && (i+1 == len(f.Cases) || w.Pos.Line < f.Cases[i+1].Pos.Line))
+					}
+					if warned != want.warned {
+						t.Errorf("warned %v, want %v (warnings %v)", warned, want.warned, f.Warnings)
+					}
+					return
+				}
+				if notRun != want.notRun {
+					t.Errorf("%d graders could not run, want %d\n%s", notRun, want.notRun, got.Explain())
+				}
+				if notRun > 0 && got.Verdict == Pass {
+					t.Errorf("case with a grader that could not run passed")
 				}
 			})
 		}

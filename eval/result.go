@@ -72,6 +72,11 @@ const (
 	Pass Verdict = "pass"
 	Fail Verdict = "fail"
 	Skip Verdict = "skip"
+	// CouldNotRun marks a grader (or a whole case) that could not be run:
+	// a problem in its definition (LoadDefault) or a grader command that
+	// failed. It is not counted in the case score, and its case does not
+	// pass.
+	CouldNotRun Verdict = "error"
 )
 
 // Check is one elementary observation inside an assertion.
@@ -106,7 +111,7 @@ type AssertionResult struct {
 	Weight  float64  // the assertion's share of the case score
 	// Negated is set when the result was inverted by negate / not-.
 	Negated bool
-	// Reason explains a skip.
+	// Reason explains a skip or a could-not-run.
 	Reason string
 	Checks []Check
 	// For trajectory assertions: the spec, the calls, their alignment and

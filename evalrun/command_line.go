@@ -39,6 +39,10 @@ type Config struct {
 	// Grading.
 	Threshold float64 // 0: eval.DefaultThreshold
 	Compat    string  // "" or "loupe": eval.ModeDefault; "agentv": eval.ModeAgentV
+	// Strict refuses a whole eval file on any problem in it. Without it,
+	// a bad grader or test is reported as could not run (default) or
+	// handled as AgentV 4.42.4 handles it (--compat agentv).
+	Strict bool
 	Workers   int     // 0: 1
 	Progress  bool    // force the progress bar on standard error
 
@@ -89,13 +93,23 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	if cfg.Threshold < 0 || cfg.Threshold > 1 {
 		return ExitNotGraded, fmt.Errorf("--threshold %g: want a score in (0, 1]", cfg.Threshold)
 	}
+	load := eval.LoadDefault
+	switch {
+	case cfg.Strict:
+		load = eval.LoadStrict
+	case opts.Mode == eval.ModeAgentV:
+		load = eval.LoadAgentV
+	}
 	var files []*eval.File
 	var perr []error
 	for _, p := range cfg.Files {
-		f, err := eval.ParseFile(p)
+		f, err := eval.ParseFileMode(p, load)
 		if err != nil {
 			perr = append(perr, err)
 			continue
+		}
+		for _, w := range f.Warnings {
+			fmt.Fprintf(stderr, "loupe eval: warning: %s\n", w)
 		}
 		files = append(files, f)
 	}

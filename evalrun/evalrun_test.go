@@ -206,7 +206,11 @@ func TestRealFilesWithTranscripts(t *testing.T) {
 			if p != tt.pass || f != tt.fail || s != tt.skip {
 				t.Errorf("pass/fail/skip = %d/%d/%d, want %d/%d/%d\n%s", p, f, s, tt.pass, tt.fail, tt.skip, stdout)
 			}
-			if want := min(tt.fail, 1); code != want {
+			want := min(tt.fail, 1)
+			if tt.pass+tt.fail == 0 {
+				want = evalrun.ExitNotGraded // nothing graded is not a success
+			}
+			if code != want {
 				t.Errorf("exit %d, want %d", code, want)
 			}
 			cfg.Compat = "agentv"
@@ -249,7 +253,9 @@ func TestExitCodes(t *testing.T) {
 		{"all pass", evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts"}, 0, "4 passed"},
 		{"threshold lowered", evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace, Threshold: 0.3}, 1, "3 passed, 1 failed"},
 		{"case fails", evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace}, 1, "2 failed"},
-		{"bad eval file", evalrun.Config{Files: []string{bad}, Command: "true"}, 2, "bad.yaml:4:"},
+		{"bad eval file, strict", evalrun.Config{Files: []string{bad}, Command: "true", Strict: true}, 2, "bad.yaml:4:"},
+		{"bad grader, default", evalrun.Config{Files: []string{bad}, Command: "echo hi"}, 2, "could not run: " + bad + ":4:"},
+		{"bad grader, agentv", evalrun.Config{Files: []string{bad}, Command: "echo hi", Compat: "agentv"}, 1, "warning: " + bad + ":4:"},
 		{"missing eval file", evalrun.Config{Files: []string{"nope.yaml"}, Command: "true"}, 2, "nope.yaml"},
 		{"no target", evalrun.Config{Files: []string{staticEval}}, 2, "nothing to grade"},
 		{"two targets", evalrun.Config{Files: []string{staticEval}, Command: "true", Traces: []string{staticTrace}}, 2, "--command and --trace given together"},

@@ -81,17 +81,34 @@ func (r *Report) Counts() (pass, fail, skip, errs int) {
 	return
 }
 
-// ExitCode is ExitNotGraded when a case could not be run, else ExitFail when
-// a case failed, else ExitPass.
+// ExitCode is ExitNotGraded when a case or a grader could not be run, or
+// when no case was graded at all (every case skipped); else ExitFail when a
+// case failed; else ExitPass.
 func (r *Report) ExitCode() int {
-	_, fail, _, errs := r.Counts()
+	pass, fail, _, errs := r.Counts()
 	switch {
-	case errs > 0:
+	case errs > 0 || r.GradersNotRun() > 0:
+		return ExitNotGraded
+	case len(r.Results) > 0 && pass+fail == 0:
 		return ExitNotGraded
 	case fail > 0:
 		return ExitFail
 	}
 	return ExitPass
+}
+
+// GradersNotRun counts the graders (and whole cases) reported as
+// eval.CouldNotRun.
+func (r *Report) GradersNotRun() int {
+	n := 0
+	for _, x := range r.Results {
+		for _, a := range x.Result.Assertions {
+			if a.Verdict == eval.CouldNotRun {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Cases lists the cases of files in evaluation order.
