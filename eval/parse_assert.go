@@ -49,7 +49,7 @@ var aliases = map[string]Kind{
 	"trajectory:tool-used": KindToolUsed, "trajectory:tool-sequence": KindToolSequence,
 	"trajectory:tool-args-match": KindToolArgsMatch, "trajectory:step-count": KindStepCount,
 	"trajectory:goal-success": KindJudge,
-	"contains":                   KindContains, "icontains": KindIContains, "regex": KindRegex, "equals": KindEquals,
+	"contains":                KindContains, "icontains": KindIContains, "regex": KindRegex, "equals": KindEquals,
 	"starts-with": KindStartsWith, "ends-with": KindEndsWith, "is-json": KindIsJSON,
 	"latency": KindLatency, "cost": KindCost, "token-usage": KindTokenUsage, "execution-metrics": KindExecutionMetrics,
 	"llm-grader": KindJudge, "llm-judge": KindJudge, "llm-rubric": KindJudge, "rubric": KindJudge, "rubrics": KindJudge,

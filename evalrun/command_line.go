@@ -42,9 +42,9 @@ type Config struct {
 	// Strict refuses a whole eval file on any problem in it. Without it,
 	// a bad grader or test is reported as could not run (default) or
 	// handled as AgentV 4.42.4 handles it (--compat agentv).
-	Strict bool
-	Workers   int     // 0: 1
-	Progress  bool    // force the progress bar on standard error
+	Strict   bool
+	Workers  int  // 0: 1
+	Progress bool // force the progress bar on standard error
 
 	// Outputs.
 	Out          string // results JSONL path ("-" for standard output)
