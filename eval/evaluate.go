@@ -130,14 +130,14 @@ func evalAssertion(ctx context.Context, c Case, a Assertion, t Trajectory, opts 
 	case a.Judge != nil:
 		judgeAssertion(ctx, &ar, c, a, t, opts.Judge)
 	case a.Script != nil:
-		ar.Verdict, ar.Reason = Skip, "external grader commands are not run by Loupe eval; port the check to a built-in assertion"
+		scriptAssertion(ctx, &ar, c, a.Script, t, opts)
 	default:
 		ar.Verdict, ar.Reason = Skip, "assertion has no usable specification"
 	}
 	if ar.Verdict == "" {
 		ar.Verdict = assertionVerdict(ar, agentv)
 	}
-	if a.Negate && ar.Verdict != Skip && a.Kind != KindToolUsed {
+	if a.Negate && ar.Verdict != Skip && ar.Verdict != CouldNotRun && a.Kind != KindToolUsed {
 		ar.Negated = true
 		ar.Score = clamp(1 - ar.Score)
 		if ar.Verdict == Pass {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -262,17 +263,7 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		}
 		a.Judge = &JudgeSpec{Prompt: prompt}
 	case KindScript:
-		s := &ScriptSpec{}
-		if c := y.first("command", "script", "value"); c != nil {
-			if str, ok := c.str(); ok {
-				s.Command = []string{str}
-			} else if c.kind == yseq {
-				for _, it := range c.items {
-					s.Command = append(s.Command, scalarText(it))
-				}
-			}
-		}
-		a.Script = s
+		a.Script = p.scriptSpec(y, raw)
 	}
 	return a, len(p.errs) == n
 }
@@ -695,4 +686,77 @@ func (p *fileParser) limits(y *ynode, k Kind) *LimitSpec {
 		}
 	}
 	return l
+}
+
+// scriptKeys are the keys of a code-grader that are not passed to the
+// command in its config (AgentV 4.42.4's list).
+var scriptKeys = []string{"name", "type", "command", "script", "cwd", "weight", "target", "config", "preprocessors", "required", "min_score", "negate", "metric"}
+
+// scriptSpec reads a code-grader as AgentV 4.42.4 does: command (or the
+// older script) is an argv list, or a string run with sh -lc; cwd is
+// relative to the eval file's directory, which is also the default; every
+// other key, merged under config:, is passed to the command as config.
+func (p *fileParser) scriptSpec(y *ynode, raw string) *ScriptSpec {
+	if t := strings.TrimPrefix(raw, "not-"); t == "javascript" || t == "python" {
+		p.errorf(y.pos, "%s assertions hold inline code, which Loupe does not run; write the check as a script and use type: code-grader with command: [python3, check.py]", t)
+		return nil
+	}
+	c := y.first("command", "script")
+	s := &ScriptSpec{}
+	switch {
+	case c == nil || c.kind == ynull:
+		p.errorf(y.pos, "code-grader needs command: the grader to run, e.g. command: [python3, grader.py]")
+		return nil
+	case c.kind == yseq:
+		for _, it := range c.items {
+			str, ok := it.str()
+			if !ok || str == "" {
+				p.errorf(it.pos, "code-grader command items must be non-empty strings, got %s", it.describe())
+				return nil
+			}
+			s.Command = append(s.Command, str)
+		}
+		if len(s.Command) == 0 {
+			p.errorf(c.pos, "code-grader command is an empty list; give the program and its arguments")
+			return nil
+		}
+	default:
+		str, ok := c.str()
+		if !ok || strings.TrimSpace(str) == "" {
+			p.errorf(c.pos, "code-grader command must be a list of arguments or a shell command string, got %s", c.describe())
+			return nil
+		}
+		s.Command = []string{"sh", "-lc", strings.TrimSpace(str)}
+	}
+	dir := filepath.Dir(p.name)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	s.Dir = dir
+	if cw := y.get("cwd"); cw != nil {
+		str, ok := cw.str()
+		if !ok || str == "" {
+			p.errorf(cw.pos, "code-grader cwd must be a directory path, got %s", cw.describe())
+			return nil
+		}
+		if !filepath.IsAbs(str) {
+			str = filepath.Join(dir, str)
+		}
+		s.Dir = str
+	}
+	cfg := map[string]any{}
+	for i, k := range y.keys {
+		if !contains(scriptKeys, k) {
+			cfg[k] = y.vals[i].value()
+		}
+	}
+	if m := y.get("config"); m != nil && m.kind == ymap {
+		for k, v := range m.value().(map[string]any) {
+			cfg[k] = v
+		}
+	}
+	if len(cfg) > 0 {
+		s.Config = cfg
+	}
+	return s
 }

@@ -2,8 +2,12 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -208,5 +212,131 @@ func TestAgentVLoadingReference(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// graderCase is one reference observation of graders.yaml (code graders).
+// agentvScore was observed with the real CLI (scripts/agentv-ref.sh
+// graders); in the default mode a grader that fails to run, or prints JSON
+// that is not a result, could not run instead of scoring 0.
+type graderCase struct {
+	id           string
+	agentvScore  float64 // observed with AgentV 4.42.4
+	defaultScore float64 // Loupe's default mode, over the graders that ran
+	notRun       int     // graders that could not run in the default mode
+}
+
+var graderCases = []graderCase{
+	{"score-json", 0.7, 0.7, 0},
+	{"assertions-only", 0.6667, 0.6667, 0},
+	{"plain-exit-0", 1, 1, 0},
+	{"plain-exit-1", 0, 0, 0},
+	{"exit-1-stderr", 0, 0, 1},
+	{"exit-1-json", 0, 0, 1},
+	{"bad-json-exit-0", 1, 0, 1}, // AgentV passes JSON it cannot parse when the exit status is 0
+	{"score-above-one", 1, 1, 0},
+	{"score-negative", 0, 0, 0},
+	{"score-string", 0, 0, 1},
+	{"json-array", 1, 0, 1},
+	{"reads-payload", 1, 1, 0},
+	{"reads-payload-miss", 0, 0, 0},
+	{"not-found", 0.5, 1, 1},
+	{"missing-command", 1, 1, 1}, // AgentV drops the grader
+	{"script-key", 0.25, 0.25, 0},
+	{"script-type", 0.5, 1, 0}, // AgentV has no "script" type; Loupe runs it
+	{"weighted-with-contains", 0.625, 0.625, 0},
+	{"env-and-config", 1, 1, 0},
+	{"dump", 1, 1, 0},
+}
+
+func TestAgentVCodeGraderReference(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the reference graders are sh scripts")
+	}
+	r, err := os.Open("testdata/agentv-ref/graders-transcript.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	runs, err := ParseTranscript("graders-transcript.jsonl", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(t.TempDir(), "payload.json")
+	const path = "testdata/agentv-ref/graders.yaml"
+	for _, load := range []LoadMode{LoadAgentV, LoadDefault} {
+		f, err := ParseFileMode(path, load)
+		if err != nil {
+			t.Fatalf("%s: %v", load, err)
+		}
+		// The dump case writes its payload where the test can read it.
+		for i := range f.Cases {
+			for j := range f.Cases[i].Assertions {
+				if s := f.Cases[i].Assertions[j].Script; s != nil && f.Cases[i].ID == "dump" {
+					s.Command = []string{"sh", "-c", `DUMP="$0" sh graders/print.sh '{"score": 1}'`, dump}
+				}
+			}
+		}
+		opts := Options{}
+		if load == LoadAgentV {
+			opts.Mode = ModeAgentV
+		}
+		results, err := EvaluateFile(context.Background(), f, runs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != len(graderCases) {
+			t.Fatalf("%d results, table has %d", len(results), len(graderCases))
+		}
+		for i, want := range graderCases {
+			got := results[i]
+			if got.CaseID != want.id {
+				t.Fatalf("case %d is %s, table says %s", i, got.CaseID, want.id)
+			}
+			t.Run(load.String()+"/"+want.id, func(t *testing.T) {
+				notRun := 0
+				for _, a := range got.Assertions {
+					if a.Verdict == CouldNotRun {
+						notRun++
+					}
+				}
+				score, pass := want.defaultScore, want.defaultScore >= DefaultThreshold && want.notRun == 0
+				if load == LoadAgentV {
+					score, pass = want.agentvScore, want.agentvScore >= DefaultThreshold
+					if notRun > 0 {
+						t.Errorf("%d graders could not run in agentv mode", notRun)
+					}
+				} else if notRun != want.notRun {
+					t.Errorf("%d graders could not run, want %d", notRun, want.notRun)
+				}
+				if math.Abs(got.Score-score) > 1e-3 || (got.Verdict == Pass) != pass {
+					t.Errorf("score %.4f verdict %s, want %.4f pass=%v\n%s", got.Score, got.Verdict, score, pass, got.Explain())
+				}
+			})
+		}
+	}
+	// The payload has AgentV's fields, in AgentV's shape.
+	b, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"criteria", "expected_output", "output", "messages", "input_files", "input", "metadata", "trace", "trace_summary", "token_usage", "cost_usd", "duration_ms", "start_time", "end_time", "file_changes", "workspace_path", "config"} {
+		if _, ok := p[k]; !ok {
+			t.Errorf("payload lacks %q", k)
+		}
+	}
+	if p["output"] != "The answer is 42." || p["criteria"] != "the answer is 42" {
+		t.Errorf("payload output %v criteria %v", p["output"], p["criteria"])
+	}
+	sum, _ := p["trace_summary"].(map[string]any)
+	if tc, _ := sum["tool_calls"].(map[string]any); tc["search"] != 1.0 || tc["fetch"] != 1.0 {
+		t.Errorf("trace_summary.tool_calls %v", sum["tool_calls"])
+	}
+	if d, _ := sum["tool_durations"].(map[string]any); fmt.Sprint(d["search"]) != "[12]" {
+		t.Errorf("trace_summary.tool_durations %v", sum["tool_durations"])
 	}
 }

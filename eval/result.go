@@ -1,6 +1,9 @@
 package eval
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Mode selects the scoring semantics.
 type Mode int
@@ -33,6 +36,9 @@ type Options struct {
 	Threshold float64
 	// Judge grades assertions that need an LLM; nil skips them.
 	Judge Judge
+	// GraderTimeout bounds one run of a code-grader command; 0 means
+	// DefaultGraderTimeout.
+	GraderTimeout time.Duration
 }
 
 func (o Options) threshold() float64 {

@@ -242,7 +242,17 @@ type JudgeSpec struct {
 	Prompt string
 }
 
-// ScriptSpec is an assertion that runs an external grader command.
+// ScriptSpec is an assertion that runs an external grader command (a
+// code-grader), as AgentV 4.42.4 runs it: the command gets AgentV's JSON
+// payload on standard input and prints its result as JSON.
 type ScriptSpec struct {
+	// Command is the program and its arguments; a command written as a
+	// string in the file is []string{"sh", "-lc", string}.
 	Command []string
+	// Dir is the working directory: cwd: resolved against the eval file's
+	// directory, which is also the default.
+	Dir string
+	// Config is passed to the command as the payload's config: the
+	// grader's keys that are not its own, merged with its config: map.
+	Config map[string]any
 }

@@ -113,10 +113,14 @@ func TestJUnitGolden(t *testing.T) {
 	var v struct {
 		Tests    int `xml:"tests,attr"`
 		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
 		Skipped  int `xml:"skipped,attr"`
 	}
-	if err := xml.Unmarshal(b, &v); err != nil || v.Tests != 9 || v.Failures != 2 || v.Skipped != 5 {
-		t.Errorf("testsuites: %+v, err %v; want 9 tests, 2 failures, 5 skipped", v, err)
+	// The 5 cases of trace-evaluation have code graders that need bun,
+	// which the test machines lack: errors, not skips (before Loupe ran
+	// code graders they were skipped).
+	if err := xml.Unmarshal(b, &v); err != nil || v.Tests != 9 || v.Failures != 2 || v.Errors != 5 || v.Skipped != 0 {
+		t.Errorf("testsuites: %+v, err %v; want 9 tests, 2 failures, 5 errors", v, err)
 	}
 	golden.CheckFile(t, "evalrun/testdata/golden/report.junit.xml", b)
 }
@@ -181,7 +185,7 @@ func TestRealFilesWithTranscripts(t *testing.T) {
 		{"tool-trajectory-demo.v2.yaml", "tool-trajectory-demo.jsonl", 4, 1, 0, 4},
 		{"expected-messages-demo.v2.yaml", "expected-messages-demo.jsonl", 4, 1, 0, 0},
 		{"trajectory-assertions-simple.suite.yaml", "trajectory-assertions-simple.jsonl", 10, 1, 0, 0},
-		{"trace-evaluation.suite.yaml", "trace-evaluation.jsonl", 0, 0, 5, 0},
+		{"trace-evaluation.suite.yaml", "trace-evaluation.jsonl", 0, 5, 0, 0}, // code graders need bun: could not run
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -207,8 +211,8 @@ func TestRealFilesWithTranscripts(t *testing.T) {
 				t.Errorf("pass/fail/skip = %d/%d/%d, want %d/%d/%d\n%s", p, f, s, tt.pass, tt.fail, tt.skip, stdout)
 			}
 			want := min(tt.fail, 1)
-			if tt.pass+tt.fail == 0 {
-				want = evalrun.ExitNotGraded // nothing graded is not a success
+			if tt.pass+tt.fail == 0 || strings.Contains(stdout, "could not run:") {
+				want = evalrun.ExitNotGraded // nothing graded, or a grader that could not run
 			}
 			if code != want {
 				t.Errorf("exit %d, want %d", code, want)

@@ -125,8 +125,8 @@ type JUnitOptions struct {
 // (named by its path, with the mode, threshold and target as properties)
 // and a testcase per case (classname is the suite name). A failed case has
 // a failure whose message gives the score and whose text is eval's
-// explanation; a case that could not run has an error; a skipped case has
-// skipped with the reasons.
+// explanation; a case that could not run, or with a grader that could not
+// run, has an error; a skipped case has skipped with the reasons.
 func WriteJUnit(w io.Writer, rep *Report, o JUnitOptions) error {
 	secs := func(d float64) string { return fmt.Sprintf("%.3f", d) }
 	root := junitSuites{Name: "loupe eval", Time: secs(0)}
@@ -161,18 +161,26 @@ func WriteJUnit(w io.Writer, rep *Report, o JUnitOptions) error {
 			suiteSecs[i] += r.Elapsed.Seconds()
 		}
 		cr := r.Result
-		switch cr.Verdict {
-		case eval.Fail:
+		notRun := graderProblems(cr)
+		switch {
+		case cr.Verdict == eval.Fail && len(notRun) > 0:
+			c.Error = &junitMessage{
+				Message: fmt.Sprintf("%d grader(s) could not run", len(notRun)),
+				Type:    "grader",
+				Text:    cr.Explain(),
+			}
+			s.Errors++
+		case cr.Verdict == eval.Fail:
 			c.Failure = &junitMessage{
 				Message: fmt.Sprintf("score %.2f is below the threshold %.2f", cr.Score, cr.Threshold),
 				Type:    "trajectory",
 				Text:    cr.Explain(),
 			}
 			s.Failures++
-		case VerdictError:
+		case cr.Verdict == VerdictError:
 			c.Error = &junitMessage{Message: "the run could not be produced", Type: "target", Text: r.Err.Error()}
 			s.Errors++
-		case eval.Pass:
+		case cr.Verdict == eval.Pass:
 			c.SystemOut = fmt.Sprintf("score %.2f (threshold %.2f)", cr.Score, cr.Threshold)
 		default:
 			var reasons []string
@@ -208,4 +216,16 @@ func WriteJUnit(w io.Writer, rep *Report, o JUnitOptions) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// graderProblems lists "name: reason" for each grader of cr that could not
+// run.
+func graderProblems(cr eval.CaseResult) []string {
+	var out []string
+	for _, a := range cr.Assertions {
+		if a.Verdict == eval.CouldNotRun {
+			out = append(out, a.Name+": "+a.Reason)
+		}
+	}
+	return out
 }
