@@ -147,8 +147,11 @@ func (p *fileParser) file(root *ynode) *File {
 	}
 	seen := map[string]Position{}
 	for _, cy := range cases.items {
-		mark := len(p.errs)
+		mark, wmark := len(p.errs), len(p.warnings)
 		c, ok := p.testCase(cy, rootAsserts)
+		if len(p.warnings) > wmark {
+			c.Warnings = append([]*Error(nil), p.warnings[wmark:]...)
+		}
 		if ok {
 			if prev, dup := seen[c.ID]; dup {
 				p.errorf(c.Pos, "duplicate case id %q (first at line %d); ids must be unique", c.ID, prev.Line)

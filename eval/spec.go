@@ -55,6 +55,9 @@ type Case struct {
 	// outside its graders (no id, a duplicate id, a malformed list). Such
 	// a case is not graded: it is reported as could not run.
 	Problems []*Error
+	// Warnings are the problems with this case's graders that LoadAgentV
+	// tolerated (keys ignored, graders dropped), also in File.Warnings.
+	Warnings []*Error
 }
 
 // Kind names an assertion type, spelled as in the current AgentV format

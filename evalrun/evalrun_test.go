@@ -244,6 +244,14 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("tests:\n  - id: x\n    assertions:\n      - type: no-such-type\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	judgeOnly := filepath.Join(t.TempDir(), "judge.yaml")
+	if err := os.WriteFile(judgeOnly, []byte("tests:\n  - id: x\n    assertions:\n      - the answer is polite\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outOfTurns := filepath.Join(t.TempDir(), "short.yaml")
+	if err := os.WriteFile(outOfTurns, []byte("model: short\nturns:\n  - tool_calls: [{name: webSearch, input: {query: q}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	notJSON := filepath.Join(t.TempDir(), "notjson.txt")
 	if err := os.WriteFile(notJSON, []byte("{ this is not json"), 0o644); err != nil {
 		t.Fatal(err)
@@ -274,6 +282,9 @@ func TestExitCodes(t *testing.T) {
 		{"bad trace format", evalrun.Config{Files: []string{staticEval}, Traces: []string{staticTrace}, TraceFormat: "xml"}, 2, "unknown trace format"},
 		{"missing script", evalrun.Config{Files: []string{staticEval}, Script: "nope.yaml"}, 2, "--script"},
 		{"plain text answer", evalrun.Config{Files: []string{staticEval}, Command: "echo The ThinkPad X1 Carbon."}, 1, "4 failed"},
+		{"plain text warns", evalrun.Config{Files: []string{staticEval}, Command: "echo hello"}, 1, `warning: command "echo hello" printed no trace`},
+		{"nothing graded", evalrun.Config{Files: []string{judgeOnly}, Command: "echo hello"}, 2, "no case was graded"},
+		{"script out of turns", evalrun.Config{Files: []string{staticEval}, Script: outOfTurns}, 2, "the agent run failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -479,8 +490,9 @@ func asList(v any) []any {
 }
 
 // An in-process agent written as a function: its tool calls are recorded
-// in a run named after the case, a failure is still graded, and a panic is
-// reported as a case that could not run.
+// in a run named after the case, a failure is graded but reported as an
+// error with its cause, and a panic is reported as a case that could not
+// run.
 func TestAgentTarget(t *testing.T) {
 	testrepo.Chdir(t)
 	f, err := eval.ParseFile(staticEval)
@@ -511,8 +523,12 @@ func TestAgentTarget(t *testing.T) {
 	for _, r := range rep.Results {
 		got = append(got, string(r.Result.Verdict))
 	}
-	if want := "pass pass error fail"; strings.Join(got, " ") != want {
+	// A failed run is an error with its cause, though it is still graded.
+	if want := "pass pass error error"; strings.Join(got, " ") != want {
 		t.Errorf("verdicts %v, want %s", got, want)
+	}
+	if r := rep.Results[3]; r.Err == nil || !strings.Contains(r.Err.Error(), "model unavailable") || r.Run == nil || len(r.Result.Assertions) == 0 {
+		t.Errorf("failed run: err %v, run kept %v, graded %v", r.Err, r.Run != nil, len(r.Result.Assertions))
 	}
 	if r := rep.Results[0].Run; r.Name != "research-in-order" || !slices.Contains(r.Tags, "case:research-in-order") {
 		t.Errorf("run name %q tags %v", r.Name, r.Tags)

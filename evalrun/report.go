@@ -36,6 +36,21 @@ func WriteSummary(w io.Writer, rep *Report, showTime bool) error {
 			}
 		}
 		fmt.Fprintln(bw)
+		// Graders that did not count, so nothing disappears from the
+		// summary; a failed case's explanation below shows its own.
+		if cr.Verdict != eval.Fail && cr.Verdict != VerdictError {
+			for _, a := range cr.Assertions {
+				switch a.Verdict {
+				case eval.Skip:
+					fmt.Fprintf(bw, "        skipped %s: %s\n", a.Name, a.Reason)
+				case eval.CouldNotRun:
+					fmt.Fprintf(bw, "        could not run %s: %s\n", a.Name, a.Reason)
+				}
+			}
+		}
+		for _, w := range caseWarnings(r) {
+			fmt.Fprintf(bw, "        warning: %s\n", w)
+		}
 	}
 	var failed []Result
 	for _, r := range rep.Results {
@@ -62,6 +77,12 @@ func WriteSummary(w io.Writer, rep *Report, showTime bool) error {
 		fmt.Fprintf(bw, " in %s", rep.Elapsed.Round(1e6))
 	}
 	fmt.Fprintln(bw)
+	if n := rep.GradersNotRun(); n > 0 {
+		fmt.Fprintf(bw, "%d grader(s) could not run; see the reasons above\n", n)
+	}
+	if len(rep.Results) > 0 && pass+fail == 0 && errs == 0 {
+		fmt.Fprintln(bw, "no case was graded: every grader was skipped (see the reasons above); this is not a success")
+	}
 	return bw.Flush()
 }
 

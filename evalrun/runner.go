@@ -213,5 +213,11 @@ func (rn *Runner) one(ctx context.Context, c CaseRef, now func() time.Time) (res
 	}
 	res.Run = run
 	res.Result = eval.Evaluate(ctx, c.Case, run.Trajectory, rn.Options)
+	if run.Failure != nil {
+		// What the run did is graded and kept, but a run that crashed is
+		// an error with its cause, not an ordinary failure.
+		res.Err = fmt.Errorf("case %s: the agent run failed: %w", c.Case.ID, run.Failure)
+		res.Result.Verdict = VerdictError
+	}
 	return res
 }
