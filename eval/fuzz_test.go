@@ -72,3 +72,26 @@ func FuzzParseTranscript(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGraderResult: whatever a code grader prints, reading it never
+// panics, a score stays in [0,1], and a failed grader is not scored.
+func FuzzGraderResult(f *testing.F) {
+	f.Add(`{"score": 0.7, "assertions": [{"text": "a", "passed": true}]}`, "", 0)
+	f.Add(`{"assertions": [{"text": "a", "passed": 1}, {"text": 2}, 3]}`, "", 0)
+	f.Add(`{"score": "x"}`, "", 0)
+	f.Add(`{"score": 1e309}`, "", 0)
+	f.Add("[1,2]", "boom", 1)
+	f.Add("plain", "", 3)
+	f.Fuzz(func(t *testing.T, stdout, stderr string, exit int) {
+		for _, agentv := range []bool{false, true} {
+			var ar AssertionResult
+			msg := graderResult(&ar, stdout, stderr, exit, agentv)
+			if ar.Score < 0 || ar.Score > 1 || ar.Score != ar.Score {
+				t.Fatalf("score %v out of [0,1]", ar.Score)
+			}
+			if msg != "" && (ar.Score != 0 || len(ar.Checks) != 0) {
+				t.Fatalf("failed grader was scored: %q %+v", msg, ar)
+			}
+		}
+	})
+}

@@ -177,16 +177,24 @@ func scriptAssertion(ctx context.Context, ar *AssertionResult, c Case, s *Script
 		fail(fmt.Sprintf("could not start: %v (check the command and cwd %s)", err, s.Dir))
 		return
 	}
-	out := strings.TrimSpace(strings.ReplaceAll(stdout.String(), "\r\n", "\n"))
-	errText := strings.TrimSpace(strings.ReplaceAll(stderr.String(), "\r\n", "\n"))
+	if msg := graderResult(ar, stdout.String(), stderr.String(), exit, agentv); msg != "" {
+		fail(msg)
+	}
+}
+
+// graderResult scores what a code grader printed and how it exited, as
+// AgentV 4.42.4 does, into ar. It returns a non-empty message when the
+// grader failed (the caller reports it); ar is then left unscored.
+func graderResult(ar *AssertionResult, stdout, stderr string, exit int, agentv bool) string {
+	out := strings.TrimSpace(strings.ReplaceAll(stdout, "\r\n", "\n"))
+	errText := strings.TrimSpace(strings.ReplaceAll(stderr, "\r\n", "\n"))
 	looksJSON := strings.HasPrefix(out, "{") || strings.HasPrefix(out, "[")
 	if exit != 0 && (looksJSON || errText != "") {
 		msg := fmt.Sprintf("Code evaluator exited with code %d", exit)
 		if errText != "" {
 			msg += ": " + tail(errText, 2000)
 		}
-		fail(msg)
-		return
+		return msg
 	}
 	var parsed map[string]any
 	if json.Unmarshal([]byte(out), &parsed) != nil {
@@ -194,8 +202,7 @@ func scriptAssertion(ctx context.Context, ar *AssertionResult, c Case, s *Script
 	}
 	if parsed == nil {
 		if looksJSON && !agentv {
-			fail(fmt.Sprintf("printed %q, which is not a JSON object like {\"score\": 0.8, \"assertions\": [...]}", tail(out, 200)))
-			return
+			return fmt.Sprintf("printed %q, which is not a JSON object like {\"score\": 0.8, \"assertions\": [...]}", tail(out, 200))
 		}
 		// Not JSON: the exit status is the verdict (AgentV does the same,
 		// also for JSON that does not parse).
@@ -207,8 +214,9 @@ func scriptAssertion(ctx context.Context, ar *AssertionResult, c Case, s *Script
 		if exit == 0 {
 			ar.Score = 1
 		}
-		return
+		return ""
 	}
+	var checks []Check
 	if raw, ok := parsed["assertions"].([]any); ok {
 		for _, x := range raw {
 			m, ok := x.(map[string]any)
@@ -219,38 +227,36 @@ func scriptAssertion(ctx context.Context, ar *AssertionResult, c Case, s *Script
 			if !ok {
 				continue
 			}
-			passed := truthy(m["passed"])
 			if ev, ok := m["evidence"].(string); ok && ev != "" {
 				text += " (" + ev + ")"
 			}
-			ar.Checks = append(ar.Checks, Check{Text: text, Passed: passed})
+			checks = append(checks, Check{Text: text, Passed: truthy(m["passed"])})
 		}
 	}
-	if r, ok := parsed["reasoning"].(string); ok && r != "" {
-		ar.Checks = append(ar.Checks, Check{Text: r, Passed: true, Skipped: true})
-	}
+	score := 0.0
 	switch sc := parsed["score"].(type) {
 	case float64:
-		ar.Score = clamp(sc)
+		score = clamp(sc)
 	case nil:
-		n, passed := 0, 0
-		for _, ch := range ar.Checks {
-			if !ch.Skipped {
-				n++
-				if ch.Passed {
-					passed++
-				}
+		passed := 0
+		for _, ch := range checks {
+			if ch.Passed {
+				passed++
 			}
 		}
-		if n > 0 {
-			ar.Score = float64(passed) / float64(n)
+		if len(checks) > 0 {
+			score = float64(passed) / float64(len(checks))
 		}
 	default:
 		if !agentv {
-			fail(fmt.Sprintf("printed score %v, which is not a number in [0,1]", sc))
-			return
+			return fmt.Sprintf("printed score %v, which is not a number in [0,1]", sc)
 		}
 	}
+	if r, ok := parsed["reasoning"].(string); ok && r != "" {
+		checks = append(checks, Check{Text: r, Passed: true, Skipped: true})
+	}
+	ar.Checks, ar.Score = checks, score
+	return ""
 }
 
 // truthy is JavaScript's Boolean(x) for decoded JSON.
