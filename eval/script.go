@@ -169,7 +169,7 @@ func scriptAssertion(ctx context.Context, ar *AssertionResult, c Case, s *Script
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
-		fail(fmt.Sprintf("Process timed out after %dms (raise the grader timeout or make the grader faster)", timeout.Milliseconds()))
+		fail(fmt.Sprintf("Process timed out after %dms (raise --grader-timeout or make the grader faster)", timeout.Milliseconds()))
 		return
 	case errors.As(err, &ee) && ee.Exited():
 		exit = ee.ExitCode()

@@ -42,9 +42,12 @@ type Config struct {
 	// Strict refuses a whole eval file on any problem in it. Without it,
 	// a bad grader or test is reported as could not run (default) or
 	// handled as AgentV 4.42.4 handles it (--compat agentv).
-	Strict   bool
-	Workers  int  // 0: 1
-	Progress bool // force the progress bar on standard error
+	Strict bool
+	// GraderTimeout bounds one run of a code-grader command; 0 means
+	// eval.DefaultGraderTimeout.
+	GraderTimeout time.Duration
+	Workers       int  // 0: 1
+	Progress      bool // force the progress bar on standard error
 
 	// Outputs.
 	Out          string // results JSONL path ("-" for standard output)
@@ -82,7 +85,7 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	if len(cfg.Files) == 0 {
 		return ExitNotGraded, errors.New("no eval file given: loupe eval FILE… with one or more AgentV eval files")
 	}
-	opts := eval.Options{Threshold: cfg.Threshold}
+	opts := eval.Options{Threshold: cfg.Threshold, GraderTimeout: cfg.GraderTimeout}
 	switch strings.ToLower(cfg.Compat) {
 	case "", "loupe", "default":
 	case "agentv":

@@ -80,6 +80,7 @@ graded at all).`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Command, "command", "", "shell command run per case, printing an AgentV trace")
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "time limit of one run of --command or --script")
+	f.DurationVar(&cfg.GraderTimeout, "grader-timeout", time.Minute, "time limit of one run of a code-grader command")
 	f.StringSliceVar(&cfg.Transcripts, "transcript", nil, "AgentV transcript JSONL file(s) to grade")
 	f.StringSliceVar(&cfg.Traces, "trace", nil, "trace file(s) to grade, any format loupe reads")
 	f.StringVar(&cfg.TraceFormat, "trace-format", "auto", "format of the --trace files: auto, loupe, agentv, agentv-results, omni, fragola")
