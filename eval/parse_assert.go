@@ -334,7 +334,7 @@ func (p *fileParser) trajectorySpec(y *ynode) *TrajectorySpec {
 			for i, k := range m.keys {
 				f, ok := m.vals[i].num()
 				if !ok || f < 0 {
-					p.classErrorf(errLenient, m.vals[i].pos, "minimum for %q must be a non-negative number, got %s", k, m.vals[i].describe())
+					p.classErrorf(errLenient, m.vals[i].pos, "minimum for %q must be a non-negative number, got %s", k, valueText(m.vals[i]))
 					continue
 				}
 				s.Minimums = append(s.Minimums, Minimum{Tool: k, Count: f})
@@ -759,4 +759,12 @@ func (p *fileParser) scriptSpec(y *ynode, raw string) *ScriptSpec {
 		s.Config = cfg
 	}
 	return s
+}
+
+// valueText shows a scalar as written, or describes a collection.
+func valueText(y *ynode) string {
+	if t := scalarText(y); t != "" {
+		return t
+	}
+	return y.describe()
 }

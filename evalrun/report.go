@@ -34,6 +34,9 @@ func WriteSummary(w io.Writer, rep *Report, showTime bool) error {
 			if cr.Metrics != nil {
 				fmt.Fprintf(bw, "  %s", cr.Metrics)
 			}
+			if n := len(graderProblems(cr)); n > 0 {
+				fmt.Fprintf(bw, "  (%d grader(s) could not run)", n)
+			}
 		}
 		fmt.Fprintln(bw)
 		// Graders that did not count, so nothing disappears from the
