@@ -394,6 +394,37 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 }
 
+// A stored evaluation with failing cases is not a failed agent run: it is
+// not listed under status error, and its tag selects it.
+func TestStoredEvaluationIsNotAFailedRun(t *testing.T) {
+	testrepo.Chdir(t)
+	db := filepath.Join(t.TempDir(), "loupe.db")
+	open := func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }
+	code, _, stderr, err := execute(t, evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace, DB: db, OpenStore: open})
+	if err != nil || code != 1 || !strings.Contains(stderr, "results stored as trace") {
+		t.Fatalf("exit %d, err %v, stderr %q", code, err, stderr)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	page, err := st.List(ctx, store.ListQuery{Filter: store.Filter{Status: "error"}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range page.Traces {
+		if slices.Contains(s.Tags, evalrun.EvalTag) {
+			t.Errorf("evaluation %s listed under status error", s.ID)
+		}
+	}
+	page, err = st.List(ctx, store.ListQuery{Filter: store.Filter{Tags: []string{evalrun.EvalTag}}, Limit: 100})
+	if err != nil || len(page.Traces) != 1 {
+		t.Errorf("tag %s: %d traces, err %v", evalrun.EvalTag, len(page.Traces), err)
+	}
+}
+
 // A store that cannot be opened does not change the verdict; it is said.
 func TestStoreUnavailableIsReported(t *testing.T) {
 	testrepo.Chdir(t)
