@@ -46,6 +46,7 @@ const (
 	errUnknownType                 // AgentV keeps the grader; it scores 0
 	errDeprecated                  // AgentV drops the grader (code-judge, llm-judge)
 	errLenient                     // AgentV ignores the value and uses its default
+	errDropTest                    // AgentV skips the whole test (an invalid weight)
 )
 
 // ParseFileMode reads and parses the eval file at path. See ParseMode.

@@ -105,6 +105,9 @@ func (p *fileParser) tolerate(a Assertion, y *ynode, probs []*Error) (Assertion,
 		case errUnknownKey, errLenient:
 		case errUnknownType:
 			unknown = true
+		case errDropTest:
+			p.dropTest = append(p.dropTest, e)
+			return a, false
 		default:
 			keep = false
 		}
@@ -212,8 +215,11 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		a.Negate = !a.Negate
 	}
 	if w := y.get("weight"); w != nil {
-		if f, ok := p.nonNegative(w, "weight"); ok {
+		// AgentV 4.42.4 skips the whole test on an invalid weight.
+		if f, ok := w.num(); ok && f >= 0 && !math.IsInf(f, 0) {
 			a.Weight = f
+		} else {
+			p.classErrorf(errDropTest, w.pos, "weight must be a non-negative number, got %s", valueText(w))
 		}
 	}
 	if r := y.get("required"); r != nil {

@@ -128,3 +128,42 @@ func TestLoadModes(t *testing.T) {
 		t.Errorf("%d warnings, want 5: %v", len(f.Warnings), f.Warnings)
 	}
 }
+
+// AgentV 4.42.4 skips a whole test whose grader has an invalid weight
+// (observed with the real CLI: "Skipping test 'weight-string': Invalid
+// weight … must be a number"); a missing value or threshold drops only
+// that grader ("Skipping contains evaluator … missing value").
+func TestAgentVSkipsTestOnBadWeight(t *testing.T) {
+	const src = `tests:
+  - id: weight-string
+    assertions:
+      - type: contains
+        value: zebra
+        weight: heavy
+      - type: contains
+        value: "42"
+  - id: contains-no-value
+    assertions:
+      - type: contains
+      - type: latency
+      - type: contains
+        value: "42"
+`
+	f, err := ParseMode("w.yaml", []byte(src), LoadAgentV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != 1 || f.Cases[0].ID != "contains-no-value" || len(f.Cases[0].Assertions) != 1 {
+		t.Fatalf("cases %+v", f.Cases)
+	}
+	if len(f.Warnings) != 3 || !strings.Contains(f.Warnings[0].Error(), "w.yaml:6:17: weight must be a non-negative number, got heavy (test skipped") {
+		t.Errorf("warnings %v", f.Warnings)
+	}
+	f, err = ParseMode("w.yaml", []byte(src), LoadDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != 2 || len(f.Cases[0].Assertions[0].Problems) != 1 {
+		t.Errorf("default mode: %+v", f.Cases)
+	}
+}
