@@ -40,6 +40,11 @@ file:line:column and a suggestion, and its case does not pass. --strict refuses
 such a file instead. --compat agentv loads what AgentV 4.42.4 loads (unknown keys
 ignored, invalid graders dropped, unknown types scored 0), with a warning each.
 
+Code graders (code-grader) run their command with AgentV's JSON payload on
+standard input, in the eval file's directory (or cwd:), and print a JSON result
+{"score", "assertions"}; --grader-timeout bounds each run. Graders that need a
+language model (llm-grader, rubrics) are skipped and listed with the reason.
+
 Exit status: 0 every case passed, 1 a case failed, 2 the evaluation could not
 run (a bad file, a target that failed, a grader that could not run, no case
 graded at all).`,
