@@ -14,9 +14,9 @@ import (
 
 // Exit statuses of an evaluation, as `loupe eval` returns them.
 const (
-	ExitPass      = 0 // every case passed (or was skipped)
+	ExitPass      = 0 // every graded case passed (some may be skipped; at least one was graded)
 	ExitFail      = 1 // a case failed
-	ExitNotGraded = 2 // the evaluation could not run: a bad file, a target that failed
+	ExitNotGraded = 2 // the evaluation could not run: a bad file, a target or grader that failed, nothing graded
 )
 
 // VerdictError is the verdict of a case whose run could not be produced.
