@@ -246,6 +246,7 @@ var graderCases = []graderCase{
 	{"script-type", 0.5, 1, 0}, // AgentV has no "script" type; Loupe runs it
 	{"weighted-with-contains", 0.625, 0.625, 0},
 	{"env-and-config", 1, 1, 0},
+	{"cwd-key", 0.4, 0.4, 0},
 	{"dump", 1, 1, 0},
 }
 
