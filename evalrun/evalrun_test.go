@@ -571,3 +571,30 @@ func TestAgentTarget(t *testing.T) {
 		t.Errorf("exit %d, err %v", rep.ExitCode(), rep.Results[2].Err)
 	}
 }
+
+// --out rows say which graders could not run (default) or were dropped
+// (--compat agentv), and why.
+func TestRowsReportBadGraders(t *testing.T) {
+	testrepo.Chdir(t)
+	ref := filepath.Join("eval", "testdata", "agentv-ref")
+	for _, compat := range []string{"", "agentv"} {
+		cfg := evalrun.Config{Files: []string{filepath.Join(ref, "loading.yaml")}, Transcripts: []string{filepath.Join(ref, "loading-transcript.jsonl")},
+			Compat: compat, Out: filepath.Join(t.TempDir(), "r.jsonl"), NoStore: true}
+		code, _, stderr, err := execute(t, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := readRows(t, cfg.Out)
+		if compat == "" {
+			g := asList(rows[0]["scores"])[0].(map[string]any)
+			if code != evalrun.ExitNotGraded || g["verdict"] != "error" || !strings.Contains(g["reason"].(string), "loading.yaml:13:9: unknown key \"maximums\"") {
+				t.Errorf("default: exit %d, first grader %v", code, g)
+			}
+			continue
+		}
+		w := asList(rows[1]["warnings"])
+		if code != evalrun.ExitFail || len(w) != 1 || !strings.Contains(w[0].(string), "grader dropped") || !strings.Contains(stderr, "warning: "+filepath.Join(ref, "loading.yaml")+":18:9:") {
+			t.Errorf("agentv: exit %d, warnings %v, stderr %s", code, w, stderr)
+		}
+	}
+}
