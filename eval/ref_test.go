@@ -124,23 +124,24 @@ func TestAgentVReference(t *testing.T) {
 // Loupe's LoadDefault, where a grader with a problem could not run.
 type loadCase struct {
 	id          string
-	agentvScore float64 // observed with AgentV 4.42.4
-	warned      bool    // --compat agentv warns about this test
-	notRun      int     // graders that could not run in the default mode
+	agentvScore float64   // observed with AgentV 4.42.4
+	warned      bool      // --compat agentv warns about this test
+	notRun      int       // graders that could not run in the default mode
+	graders     []float64 // AgentV's score of each grader it kept, in order
 }
 
 var loadCases = []loadCase{
-	{"unknown-key-maximums", 1, true, 1},
-	{"any-order-without-minimums", 1, true, 0}, // Loupe grades any_order with expected
-	{"invalid-mode", 1, true, 1},
-	{"unknown-type-step-count", 0.5, true, 0}, // Loupe implements it
-	{"unknown-type-tool-used", 0.75, true, 0},
-	{"deprecated-code-judge", 1, true, 0},
-	{"invalid-args-match", 0, true, 1},
-	{"unknown-item-key", 1, true, 1},
-	{"not-prefix", 0.5, true, 0},
-	{"negative-minimum", 1, true, 1},
-	{"unknown-type-required", 0, true, 1},
+	{"unknown-key-maximums", 1, true, 1, []float64{1}},
+	{"any-order-without-minimums", 1, true, 0, []float64{1}}, // Loupe grades any_order with expected
+	{"invalid-mode", 1, true, 1, []float64{1}},
+	{"unknown-type-step-count", 0.5, true, 0, []float64{0, 1}}, // Loupe implements it
+	{"unknown-type-tool-used", 0.75, true, 0, []float64{0, 1}},
+	{"deprecated-code-judge", 1, true, 0, []float64{1}},
+	{"invalid-args-match", 0, true, 1, []float64{0}},
+	{"unknown-item-key", 1, true, 1, []float64{1}},
+	{"not-prefix", 0.5, true, 0, []float64{0, 1}},
+	{"negative-minimum", 1, true, 1, []float64{1}},
+	{"unknown-type-required", 0, true, 1, []float64{0, 1}},
 }
 
 func TestAgentVLoadingReference(t *testing.T) {
@@ -189,6 +190,7 @@ func TestAgentVLoadingReference(t *testing.T) {
 					}
 				}
 				if load == LoadAgentV {
+					checkGraders(t, got, want.graders)
 					if math.Abs(got.Score-want.agentvScore) > 1e-3 || (got.Verdict == Pass) != (want.agentvScore >= DefaultThreshold) {
 						t.Errorf("score %.4f verdict %s, want %.4f\n%s", got.Score, got.Verdict, want.agentvScore, got.Explain())
 					}
@@ -221,33 +223,34 @@ func TestAgentVLoadingReference(t *testing.T) {
 // that is not a result, could not run instead of scoring 0.
 type graderCase struct {
 	id           string
-	agentvScore  float64 // observed with AgentV 4.42.4
-	defaultScore float64 // Loupe's default mode, over the graders that ran
-	notRun       int     // graders that could not run in the default mode
+	agentvScore  float64   // observed with AgentV 4.42.4
+	defaultScore float64   // Loupe's default mode, over the graders that ran
+	notRun       int       // graders that could not run in the default mode
+	graders      []float64 // AgentV's score of each grader it kept, in order
 }
 
 var graderCases = []graderCase{
-	{"score-json", 0.7, 0.7, 0},
-	{"assertions-only", 0.6667, 0.6667, 0},
-	{"plain-exit-0", 1, 1, 0},
-	{"plain-exit-1", 0, 0, 0},
-	{"exit-1-stderr", 0, 0, 1},
-	{"exit-1-json", 0, 0, 1},
-	{"bad-json-exit-0", 1, 0, 1}, // AgentV passes JSON it cannot parse when the exit status is 0
-	{"score-above-one", 1, 1, 0},
-	{"score-negative", 0, 0, 0},
-	{"score-string", 0, 0, 1},
-	{"json-array", 1, 0, 1},
-	{"reads-payload", 1, 1, 0},
-	{"reads-payload-miss", 0, 0, 0},
-	{"not-found", 0.5, 1, 1},
-	{"missing-command", 1, 1, 1}, // AgentV drops the grader
-	{"script-key", 0.25, 0.25, 0},
-	{"script-type", 0.5, 1, 0}, // AgentV has no "script" type; Loupe runs it
-	{"weighted-with-contains", 0.625, 0.625, 0},
-	{"env-and-config", 1, 1, 0},
-	{"cwd-key", 0.4, 0.4, 0},
-	{"dump", 1, 1, 0},
+	{"score-json", 0.7, 0.7, 0, []float64{0.7}},
+	{"assertions-only", 0.6667, 0.6667, 0, []float64{0.6667}},
+	{"plain-exit-0", 1, 1, 0, []float64{1}},
+	{"plain-exit-1", 0, 0, 0, []float64{0}},
+	{"exit-1-stderr", 0, 0, 1, []float64{0}},
+	{"exit-1-json", 0, 0, 1, []float64{0}},
+	{"bad-json-exit-0", 1, 0, 1, []float64{1}}, // AgentV passes JSON it cannot parse when the exit status is 0
+	{"score-above-one", 1, 1, 0, []float64{1}},
+	{"score-negative", 0, 0, 0, []float64{0}},
+	{"score-string", 0, 0, 1, []float64{0}},
+	{"json-array", 1, 0, 1, []float64{1}},
+	{"reads-payload", 1, 1, 0, []float64{1}},
+	{"reads-payload-miss", 0, 0, 0, []float64{0}},
+	{"not-found", 0.5, 1, 1, []float64{0, 1}},
+	{"missing-command", 1, 1, 1, []float64{1}}, // AgentV drops the grader
+	{"script-key", 0.25, 0.25, 0, []float64{0.25}},
+	{"script-type", 0.5, 1, 0, []float64{0, 1}}, // AgentV has no "script" type; Loupe runs it
+	{"weighted-with-contains", 0.625, 0.625, 0, []float64{0.5, 1}},
+	{"env-and-config", 1, 1, 0, []float64{1}},
+	{"cwd-key", 0.4, 0.4, 0, []float64{0.4}},
+	{"dump", 1, 1, 0, []float64{1}},
 }
 
 func TestAgentVCodeGraderReference(t *testing.T) {
@@ -304,6 +307,7 @@ func TestAgentVCodeGraderReference(t *testing.T) {
 				score, pass := want.defaultScore, want.defaultScore >= DefaultThreshold && want.notRun == 0
 				if load == LoadAgentV {
 					score, pass = want.agentvScore, want.agentvScore >= DefaultThreshold
+					checkGraders(t, got, want.graders)
 					if notRun > 0 {
 						t.Errorf("%d graders could not run in agentv mode", notRun)
 					}
@@ -339,5 +343,20 @@ func TestAgentVCodeGraderReference(t *testing.T) {
 	}
 	if d, _ := sum["tool_durations"].(map[string]any); fmt.Sprint(d["search"]) != "[12]" {
 		t.Errorf("trace_summary.tool_durations %v", sum["tool_durations"])
+	}
+}
+
+// checkGraders compares each grader's score and verdict with AgentV's
+// (AgentV passes a grader at 0.8).
+func checkGraders(t *testing.T, got CaseResult, want []float64) {
+	t.Helper()
+	if len(got.Assertions) != len(want) {
+		t.Errorf("%d graders, AgentV kept %d\n%s", len(got.Assertions), len(want), got.Explain())
+		return
+	}
+	for i, a := range got.Assertions {
+		if math.Abs(a.Score-want[i]) > 1e-3 || (a.Verdict == Pass) != (want[i] >= DefaultThreshold) {
+			t.Errorf("grader %d (%s): score %.4f verdict %s, AgentV %.4f", i, a.Name, a.Score, a.Verdict, want[i])
+		}
 	}
 }
