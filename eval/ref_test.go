@@ -360,3 +360,52 @@ func checkGraders(t *testing.T, got CaseResult, want []float64) {
 		}
 	}
 }
+
+// The payload a code grader reads equals AgentV 4.42.4's for the same case
+// and transcript: testdata/agentv-ref/graders-payload.json is what the
+// real CLI sent to the "dump" grader of graders.yaml (trace.events, which
+// Loupe does not send, removed).
+func TestCodeGraderPayloadMatchesAgentV(t *testing.T) {
+	want, err := os.ReadFile("testdata/agentv-ref/graders-payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseFileMode("testdata/agentv-ref/graders.yaml", LoadDefault) // it has a grader without command
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.Open("testdata/agentv-ref/graders-transcript.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	runs, err := ParseTranscript("graders-transcript.jsonl", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := len(f.Cases) - 1
+	if f.Cases[i].ID != "dump" {
+		t.Fatalf("last case is %s, want dump", f.Cases[i].ID)
+	}
+	got := buildPayload(f.Cases[i], runs[i].Trajectory, f.Cases[i].Assertions[0].Script)
+	var g, w map[string]any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	// The target's name is not known to eval: only the case id is sent.
+	delete(w["trace"].(map[string]any)["metadata"].(map[string]any), "provider")
+	delete(w["trace"].(map[string]any)["metadata"].(map[string]any), "target")
+	for k, wv := range w {
+		if gs, ws := fmt.Sprint(g[k]), fmt.Sprint(wv); gs != ws {
+			t.Errorf("%s:\n got %s\nwant %s", k, gs, ws)
+		}
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok {
+			t.Errorf("payload has %q, AgentV's has not", k)
+		}
+	}
+}

@@ -62,6 +62,7 @@ type payloadTrace struct {
 	LLMCallCount  *int                 `json:"llm_call_count,omitempty"`
 	ToolDurations map[string][]float64 `json:"tool_durations"`
 	Messages      []payloadMsg         `json:"messages,omitempty"`
+	Metadata      map[string]string    `json:"metadata,omitempty"`
 }
 
 type payloadTokens struct {
@@ -71,8 +72,6 @@ type payloadTokens struct {
 }
 
 // buildPayload renders what the command of s reads for case c and run t.
-// The tool calls of the run are attached to the first assistant message,
-// where a transcript that recorded one turn of calls has them.
 func buildPayload(c Case, t Trajectory, s *ScriptSpec) []byte {
 	p := scriptPayload{Criteria: c.Criteria, ExpectedOutput: []any{}, Output: t.Output, InputFiles: []string{}, Config: s.Config}
 	if c.Input != "" {
@@ -92,10 +91,21 @@ func buildPayload(c Case, t Trajectory, s *ScriptSpec) []byte {
 		}
 		counts[tc.Name]++
 	}
-	attached := len(calls) == 0
+	// Calls go on the messages that made them when the source says
+	// which (transcripts do), else all on the first assistant message.
+	placed := 0
+	for _, m := range t.Messages {
+		placed += max(m.Calls, 0)
+	}
+	grouped := placed == len(calls)
+	attached, next := len(calls) == 0, 0
 	for _, m := range t.Messages {
 		pm := payloadMsg{Role: m.Role, Content: m.Content}
-		if !attached && m.Role == "assistant" {
+		switch {
+		case grouped && m.Calls > 0:
+			pm.ToolCalls, next = calls[next:next+m.Calls], next+m.Calls
+			attached = true
+		case !grouped && !attached && m.Role == "assistant":
 			pm.ToolCalls, attached = calls, true
 		}
 		p.Messages = append(p.Messages, pm)
@@ -106,9 +116,20 @@ func buildPayload(c Case, t Trajectory, s *ScriptSpec) []byte {
 	if p.Messages == nil {
 		p.Messages = []payloadMsg{}
 	}
-	summary := payloadTrace{EventCount: t.EventCount, ToolCalls: counts, ErrorCount: t.Errors, LLMCallCount: t.LLMCalls, ToolDurations: durs}
+	llm := t.LLMCalls
+	if llm == nil { // AgentV counts the assistant messages of a transcript
+		n := 0
+		for _, m := range t.Messages {
+			if m.Role == "assistant" {
+				n++
+			}
+		}
+		llm = &n
+	}
+	summary := payloadTrace{EventCount: t.EventCount, ToolCalls: counts, ErrorCount: t.Errors, LLMCallCount: llm, ToolDurations: durs}
 	trace := summary
 	trace.Messages = p.Messages
+	trace.Metadata = map[string]string{"eval_case_id": c.ID}
 	p.Trace, p.TraceSummary = &trace, &summary
 	if u := t.Usage; u != nil {
 		p.TokenUsage = &payloadTokens{Input: u.Input, Output: u.Output, Cached: u.Cached}
