@@ -41,12 +41,13 @@ func (m LoadMode) String() string {
 type errClass int
 
 const (
-	errInvalid     errClass = iota // AgentV drops the grader
-	errUnknownKey                  // AgentV ignores the key
-	errUnknownType                 // AgentV keeps the grader; it scores 0
-	errDeprecated                  // AgentV drops the grader (code-judge, llm-judge)
-	errLenient                     // AgentV ignores the value and uses its default
-	errDropTest                    // AgentV skips the whole test (an invalid weight)
+	errInvalid        errClass = iota // AgentV drops the grader
+	errUnknownKey                     // AgentV ignores the key
+	errUnknownType                    // AgentV keeps the grader; it scores 0
+	errDeprecated                     // AgentV drops the grader (code-judge, llm-judge)
+	errLenient                        // AgentV ignores the value and uses its default
+	errDropTest                       // AgentV skips the whole test (an invalid weight)
+	errNotImplemented                 // AgentV runs it; Loupe cannot: could not run
 )
 
 // ParseFileMode reads and parses the eval file at path. See ParseMode.
@@ -66,6 +67,14 @@ var agentVKinds = map[string]bool{
 	"tool-trajectory": true, "latency": true, "cost": true, "token-usage": true,
 	"execution-metrics": true, "contains": true, "icontains": true,
 	"starts-with": true, "ends-with": true, "regex": true, "is-json": true, "equals": true,
+	"contains-any": true, "contains-all": true, "icontains-any": true, "icontains-all": true,
+}
+
+// agentVOnly are the grader types AgentV 4.42.4 registers that Loupe does
+// not implement: in LoadAgentV they could not run (Loupe cannot give
+// AgentV's score), rather than scoring 0 as unknown types do.
+var agentVOnly = map[string]bool{
+	"composite": true, "field-accuracy": true, "skill-trigger": true, "inline-assert": true,
 }
 
 // suggest returns the candidate nearest to s by edit distance, or "" when

@@ -33,6 +33,10 @@ var kindKeys = map[Kind][]string{
 	KindStepCount:        {"value"},
 	KindContains:         {"value"},
 	KindIContains:        {"value"},
+	KindContainsAny:      {"value"},
+	KindContainsAll:      {"value"},
+	KindIContainsAny:     {"value"},
+	KindIContainsAll:     {"value"},
 	KindRegex:            {"value", "flags"},
 	KindEquals:           {"value"},
 	KindStartsWith:       {"value"},
@@ -50,7 +54,8 @@ var aliases = map[string]Kind{
 	"trajectory:tool-used": KindToolUsed, "trajectory:tool-sequence": KindToolSequence,
 	"trajectory:tool-args-match": KindToolArgsMatch, "trajectory:step-count": KindStepCount,
 	"trajectory:goal-success": KindJudge,
-	"contains":                KindContains, "icontains": KindIContains, "regex": KindRegex, "equals": KindEquals,
+	"contains-any":            KindContainsAny, "contains-all": KindContainsAll, "icontains-any": KindIContainsAny, "icontains-all": KindIContainsAll,
+	"contains": KindContains, "icontains": KindIContains, "regex": KindRegex, "equals": KindEquals,
 	"starts-with": KindStartsWith, "ends-with": KindEndsWith, "is-json": KindIsJSON,
 	"latency": KindLatency, "cost": KindCost, "token-usage": KindTokenUsage, "execution-metrics": KindExecutionMetrics,
 	"llm-grader": KindJudge, "llm-judge": KindJudge, "llm-rubric": KindJudge, "rubric": KindJudge, "rubrics": KindJudge,
@@ -108,6 +113,9 @@ func (p *fileParser) tolerate(a Assertion, y *ynode, probs []*Error) (Assertion,
 		case errDropTest:
 			p.dropTest = append(p.dropTest, e)
 			return a, false
+		case errNotImplemented:
+			a.Problems = probs
+			return a, true
 		default:
 			keep = false
 		}
@@ -192,6 +200,10 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 			p.classErrorf(errDeprecated, tn.pos, "grader type %q is deprecated in AgentV 4.42.4, which skips it; use %q", raw, strings.Replace(t, "-judge", "-grader", 1))
 			return a, false
 		}
+		if agentVOnly[t] {
+			p.classErrorf(errNotImplemented, tn.pos, "Loupe does not implement AgentV's %q grader, so it cannot give AgentV's score; remove it or port the check to a code-grader", raw)
+			return a, false
+		}
 		if !agentVKinds[t] {
 			p.classErrorf(errUnknownType, tn.pos, "AgentV 4.42.4 has no %q grader (Unknown grader type); it scores 0", raw)
 			return a, false
@@ -258,6 +270,8 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		a.StepCount = p.stepCount(y.get("value"), y.pos)
 	case KindContains, KindIContains, KindRegex, KindEquals, KindStartsWith, KindEndsWith:
 		a.Text = p.textSpec(y, kind)
+	case KindContainsAny, KindContainsAll, KindIContainsAny, KindIContainsAll:
+		a.Text = p.textList(y, kind)
 	case KindIsJSON:
 		a.Text = &TextSpec{}
 	case KindLatency, KindCost, KindTokenUsage, KindExecutionMetrics:
@@ -773,4 +787,24 @@ func valueText(y *ynode) string {
 		return t
 	}
 	return y.describe()
+}
+
+// textList reads the value of contains-any / contains-all (and their i-
+// forms): a non-empty list of strings, as AgentV 4.42.4 requires.
+func (p *fileParser) textList(y *ynode, k Kind) *TextSpec {
+	v := y.get("value")
+	if v == nil || v.kind != yseq || len(v.items) == 0 {
+		p.errorf(y.pos, "%s needs value: a non-empty list of strings, e.g. value: [\"42\", \"forty-two\"]", k)
+		return nil
+	}
+	t := &TextSpec{}
+	for _, it := range v.items {
+		s, ok := it.str()
+		if !ok {
+			p.errorf(it.pos, "%s values must be strings (quote numbers), got %s", k, it.describe())
+			return nil
+		}
+		t.Values = append(t.Values, s)
+	}
+	return t
 }

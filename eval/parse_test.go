@@ -167,3 +167,16 @@ func TestAgentVSkipsTestOnBadWeight(t *testing.T) {
 		t.Errorf("default mode: %+v", f.Cases)
 	}
 }
+
+// A grader AgentV 4.42.4 runs but Loupe does not implement cannot give
+// AgentV's score: in --compat agentv it could not run (not a silent 0).
+func TestAgentVOnlyGraderCouldNotRun(t *testing.T) {
+	f, err := ParseMode("c.yaml", []byte("tests:\n  - id: c\n    assertions:\n      - type: field-accuracy\n        fields: [{path: a}]\n      - type: contains\n        value: \"42\"\n"), LoadAgentV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Evaluate(context.Background(), f.Cases[0], Trajectory{Output: "42"}, Options{Mode: ModeAgentV})
+	if r.Verdict == Pass || r.Assertions[0].Verdict != CouldNotRun || !strings.Contains(r.Assertions[0].Reason, `c.yaml:4:15: Loupe does not implement AgentV's "field-accuracy" grader`) {
+		t.Errorf("%s\n%s", r.Verdict, r.Explain())
+	}
+}

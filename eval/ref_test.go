@@ -142,6 +142,8 @@ var loadCases = []loadCase{
 	{"not-prefix", 0.5, true, 0, []float64{0, 1}},
 	{"negative-minimum", 1, true, 1, []float64{1}},
 	{"unknown-type-required", 0, true, 1, []float64{0, 1}},
+	{"contains-any-all", 0.5, false, 0, []float64{1, 0, 0, 1}},
+	{"contains-any-bad-value", 1, true, 1, []float64{1}},
 }
 
 func TestAgentVLoadingReference(t *testing.T) {

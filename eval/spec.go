@@ -74,6 +74,10 @@ const (
 	KindStepCount        Kind = "trajectory:step-count"
 	KindContains         Kind = "contains"
 	KindIContains        Kind = "icontains"
+	KindContainsAny      Kind = "contains-any"
+	KindContainsAll      Kind = "contains-all"
+	KindIContainsAny     Kind = "icontains-any"
+	KindIContainsAll     Kind = "icontains-all"
 	KindRegex            Kind = "regex"
 	KindEquals           Kind = "equals"
 	KindStartsWith       Kind = "starts-with"
@@ -191,8 +195,9 @@ type ArgsMatch struct {
 
 // TextSpec checks the final output text.
 type TextSpec struct {
-	Value string
-	Flags string // regex flags (i, m, s)
+	Value  string
+	Values []string // contains-any, contains-all and their i- forms
+	Flags  string   // regex flags (i, m, s)
 }
 
 // LimitSpec holds budget limits; nil fields are not checked.
