@@ -153,6 +153,14 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	if err != nil {
 		return ExitNotGraded, err
 	}
+	// Say once on standard error what the summary says per case.
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		if r.Run != nil && r.Run.Warning != "" && !seen[r.Run.Warning] {
+			seen[r.Run.Warning] = true
+			fmt.Fprintf(stderr, "loupe eval: warning: %s\n", r.Run.Warning)
+		}
+	}
 	if err := WriteSummary(stdout, rep, cfg.Now == nil); err != nil {
 		return ExitNotGraded, err
 	}
