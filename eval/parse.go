@@ -59,6 +59,9 @@ func ParseMode(name string, data []byte, mode LoadMode) (f *File, err error) {
 		}
 		return nil, cerr
 	}
+	if sizeOf(root) > maxExpanded {
+		return nil, &Error{File: name, Pos: root.pos, Msg: fmt.Sprintf("the file holds more than %d values once its aliases (*name) are expanded; use fewer nested aliases", maxExpanded)}
+	}
 	p := &fileParser{name: name, mode: mode}
 	f = p.file(root)
 	if len(p.errs) > 0 {

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -178,5 +179,26 @@ func TestAgentVOnlyGraderCouldNotRun(t *testing.T) {
 	r := Evaluate(context.Background(), f.Cases[0], Trajectory{Output: "42"}, Options{Mode: ModeAgentV})
 	if r.Verdict == Pass || r.Assertions[0].Verdict != CouldNotRun || !strings.Contains(r.Assertions[0].Reason, `c.yaml:4:15: Loupe does not implement AgentV's "field-accuracy" grader`) {
 		t.Errorf("%s\n%s", r.Verdict, r.Explain())
+	}
+}
+
+// Aliases share nodes, so a few lines can stand for 2^30 values ("billion
+// laughs"); the file is refused at once instead of being expanded.
+func TestAliasBombRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x0: &a0 [1, 2]\n")
+	for i := 1; i < 30; i++ {
+		fmt.Fprintf(&b, "x%d: &a%d [*a%d, *a%d]\n", i, i, i-1, i-1)
+	}
+	b.WriteString("tests: [{id: c, assertions: [{type: tool-trajectory, mode: exact, expected: [{tool: x, args: {k: *a29}}]}]}]\n")
+	for _, load := range []LoadMode{LoadStrict, LoadDefault, LoadAgentV} {
+		_, err := ParseMode("b.yaml", []byte(b.String()), load)
+		if err == nil || !strings.Contains(err.Error(), "once its aliases (*name) are expanded") {
+			t.Errorf("%s: %v", load, err)
+		}
+	}
+	// Aliases of modest size are fine.
+	if _, err := Parse("ok.yaml", []byte("x: &a {q: 1}\ntests: [{id: c, assertions: [{type: tool-trajectory, mode: exact, expected: [{tool: s, args: *a}, {tool: s, args: *a}]}]}]\n")); err != nil {
+		t.Error(err)
 	}
 }
