@@ -224,6 +224,17 @@ func toolUsedAssertion(ar *AssertionResult, s *ToolUsedSpec, calls []ToolCall, n
 	for _, c := range calls {
 		counts[c.Name]++
 	}
+	if s.Glob {
+		for _, pat := range s.Tools {
+			n := 0
+			for _, c := range calls {
+				if m, _ := path.Match(pat, c.Name); m {
+					n++
+				}
+			}
+			counts[pat] = n // a pattern is counted under its own text
+		}
+	}
 	ok := 0
 	for _, tool := range s.Tools {
 		n := float64(counts[tool])

@@ -494,10 +494,18 @@ func (p *fileParser) toolUsed(v *ynode, at Position) *ToolUsedSpec {
 			}
 		}
 	case v.kind == ymap:
-		p.checkItemKeys(v, "name", "min", "max")
+		p.checkItemKeys(v, "name", "pattern", "min", "max")
 		name, ok := v.get("name").str()
+		if pt := v.get("pattern"); pt != nil {
+			str, sok := pt.str()
+			if _, err := path.Match(str, ""); !sok || str == "" || err != nil {
+				p.errorf(pt.pos, "trajectory:tool-used pattern must be a glob like search_*, got %s", valueText(pt))
+				return nil
+			}
+			name, ok, s.Glob = str, true, true
+		}
 		if !ok || name == "" {
-			p.errorf(v.pos, "trajectory:tool-used value needs name: <tool>")
+			p.errorf(v.pos, "trajectory:tool-used value needs name: <tool> (or pattern: <glob>)")
 			return nil
 		}
 		s.Tools = []string{name}

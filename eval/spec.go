@@ -220,6 +220,9 @@ type ToolUsedSpec struct {
 	Min float64
 	// Max is the maximum count per tool; nil means unbounded.
 	Max *float64
+	// Glob makes Tools globs (path.Match syntax): the count is of every
+	// call whose name matches.
+	Glob bool
 }
 
 // ArgsCheckSpec checks that some call of Tool has matching arguments.

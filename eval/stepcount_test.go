@@ -82,3 +82,21 @@ func TestToolSequenceList(t *testing.T) {
 		}
 	}
 }
+
+func TestToolUsedPattern(t *testing.T) {
+	run := Trajectory{Calls: []ToolCall{{Name: "search_web"}, {Name: "search_docs"}, {Name: "fetch"}}}
+	for value, want := range map[string]float64{
+		"{pattern: 'search_*', min: 2}": 1, "{pattern: 'search_*', max: 1}": 0, "{pattern: 'f*'}": 1, "{pattern: 'x*'}": 0, "{name: fetch, max: 1}": 1,
+	} {
+		f, err := Parse("s.yaml", []byte("tests:\n  - id: c\n    assertions:\n      - type: trajectory:tool-used\n        value: "+value+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := Evaluate(context.Background(), f.Cases[0], run, Options{}); r.Score != want {
+			t.Errorf("%s: score %v, want %v\n%s", value, r.Score, want, r.Explain())
+		}
+	}
+	if _, err := Parse("s.yaml", []byte("tests:\n  - id: c\n    assertions:\n      - type: trajectory:tool-used\n        value: {pattern: '['}\n")); err == nil || !strings.Contains(err.Error(), "s.yaml:5:26: trajectory:tool-used pattern must be a glob") {
+		t.Errorf("bad glob: %v", err)
+	}
+}
