@@ -172,6 +172,10 @@ func scriptAssertion(ctx context.Context, ar *AssertionResult, c Case, s *Script
 		}
 		ar.Verdict, ar.Reason = CouldNotRun, fmt.Sprintf("grader command %s: %s", quoteArgv(s.Command), msg)
 	}
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		fail("no command to run; give the grader command: [program, args…]")
+		return
+	}
 	timeout := opts.GraderTimeout
 	if timeout <= 0 {
 		timeout = DefaultGraderTimeout

@@ -50,3 +50,13 @@ func TestCodeGraderConfig(t *testing.T) {
 		t.Errorf("spec %+v", s)
 	}
 }
+
+// A ScriptSpec built in Go without a command could not run; it does not
+// panic.
+func TestCodeGraderWithoutCommand(t *testing.T) {
+	c := Case{ID: "c", Assertions: []Assertion{{Name: "g", Kind: KindScript, Weight: 1, Script: &ScriptSpec{}}}}
+	r := Evaluate(context.Background(), c, Trajectory{}, Options{})
+	if r.Verdict == Pass || r.Assertions[0].Verdict != CouldNotRun {
+		t.Errorf("%s\n%s", r.Verdict, r.Explain())
+	}
+}
