@@ -3,6 +3,7 @@ package eval
 import (
 	"encoding/json"
 	"fmt"
+
 	"strings"
 )
 
@@ -30,6 +31,8 @@ func textAssertion(ar *AssertionResult, a Assertion, out string) {
 		ok, what = re.MatchString(out), fmt.Sprintf("match /%s/%s", v, a.Text.Flags)
 	case KindIsJSON:
 		ok, what = json.Valid([]byte(out)), "be valid JSON"
+	case KindContainsAny, KindContainsAll, KindIContainsAny, KindIContainsAll:
+		ok, what = containsList(a.Kind, a.Text.Values, out)
 	}
 	text := "output does " + what
 	if !ok {
@@ -139,4 +142,37 @@ func limitsAssertion(ar *AssertionResult, k Kind, l *LimitSpec, t Trajectory, ag
 	case passed == len(ar.Checks) && len(ar.Checks) > 0:
 		ar.Score = 1
 	}
+}
+
+// containsList grades contains-any / contains-all and their
+// case-insensitive forms as AgentV 4.42.4 does: 1 when any (all) of
+// values is a substring of out, else 0.
+func containsList(k Kind, values []string, out string) (bool, string) {
+	fold := k == KindIContainsAny || k == KindIContainsAll
+	all := k == KindContainsAll || k == KindIContainsAll
+	hay := out
+	if fold {
+		hay = strings.ToLower(out)
+	}
+	hits := 0
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = fmt.Sprintf("%q", v)
+		needle := v
+		if fold {
+			needle = strings.ToLower(v)
+		}
+		if strings.Contains(hay, needle) {
+			hits++
+		}
+	}
+	what := "contain one of " + strings.Join(quoted, ", ")
+	ok := hits > 0
+	if all {
+		what, ok = "contain all of "+strings.Join(quoted, ", "), hits == len(values)
+	}
+	if fold {
+		what += " (case-insensitive)"
+	}
+	return ok, what
 }

@@ -8,6 +8,8 @@ type Error struct {
 	File string   // the file as named to the parser
 	Pos  Position // where in File; zero when not known
 	Msg  string   // what is wrong and what to do
+
+	class errClass // how AgentV treats the problem (LoadAgentV)
 }
 
 // Error formats the error as file:line:column: message.

@@ -3,6 +3,8 @@ package eval
 import (
 	"context"
 	"fmt"
+	"path"
+	"strings"
 	"time"
 )
 
@@ -28,13 +30,22 @@ func EvaluateFile(ctx context.Context, f *File, runs []Recorded, opts Options) (
 func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResult {
 	th := opts.threshold()
 	res := CaseResult{CaseID: c.ID, Mode: opts.Mode, Threshold: th}
+	if len(c.Problems) > 0 {
+		res.Assertions = []AssertionResult{{Name: "test", Pos: c.Pos, Verdict: CouldNotRun, Reason: problemText(c.Problems)}}
+		res.Verdict = Fail
+		return res
+	}
 	var sum, weights float64
-	scorable := 0
+	scorable, notRun := 0, 0
 	for _, a := range c.Assertions {
 		ar := evalAssertion(ctx, c, a, t, opts)
 		res.Assertions = append(res.Assertions, ar)
 		if res.Metrics == nil && ar.Metrics != nil {
 			res.Metrics = ar.Metrics
+		}
+		if ar.Verdict == CouldNotRun {
+			notRun++
+			continue
 		}
 		if ar.Verdict == Skip {
 			continue
@@ -59,10 +70,25 @@ func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResul
 		res.Score = sum / weights
 	}
 	res.Verdict = verdictFor(res.Score, th)
-	if scorable == 0 && opts.Mode == ModeDefault {
+	switch {
+	case notRun > 0:
+		res.Verdict = Fail // a grader that could not run never lets its case pass
+	case scorable == 0 && opts.Mode == ModeDefault:
 		res.Verdict = Skip
 	}
 	return res
+}
+
+// problemText joins the problems of a case or grader, one per line.
+func problemText(probs []*Error) string {
+	var b []byte
+	for i, e := range probs {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = append(b, e.Error()...)
+	}
+	return string(b)
 }
 
 func verdictFor(score, threshold float64) Verdict {
@@ -76,7 +102,15 @@ func evalAssertion(ctx context.Context, c Case, a Assertion, t Trajectory, opts 
 	ar := AssertionResult{Name: a.Name, Kind: a.Kind, Pos: a.Pos, Weight: a.Weight}
 	agentv := opts.Mode == ModeAgentV
 	switch {
-	case agentv && (a.Kind == KindToolUsed || a.Kind == KindToolSequence || a.Kind == KindToolArgsMatch || a.Kind == KindExpectedMessages):
+	case len(a.Problems) > 0:
+		ar.Verdict, ar.Reason = CouldNotRun, problemText(a.Problems)
+		return ar
+	case a.Unknown:
+		// AgentV 4.42.4's registry throws for the type; the error is the
+		// grader's result, scored 0.
+		ar.Checks = []Check{{Text: fmt.Sprintf("AgentV 4.42.4 has no %q grader (Unknown grader type); it scores 0", a.Kind)}}
+		ar.Score = 0
+	case agentv && (a.Kind == KindToolUsed || a.Kind == KindToolSequence || a.Kind == KindToolArgsMatch || a.Kind == KindStepCount || a.Kind == KindExpectedMessages):
 		// AgentV 4.42.4 registers no grader for these types: it reports
 		// `Unknown grader type` and scores 0.
 		ar.Checks = []Check{{Text: fmt.Sprintf("AgentV 4.42.4 has no %q grader (Unknown grader type); it scores 0. Use tool-trajectory, or the default mode", a.Kind)}}
@@ -87,6 +121,8 @@ func evalAssertion(ctx context.Context, c Case, a Assertion, t Trajectory, opts 
 		toolUsedAssertion(&ar, a.ToolUsed, t.Calls, a.Negate)
 	case a.ArgsCheck != nil:
 		argsCheckAssertion(&ar, a.ArgsCheck, t.Calls)
+	case a.StepCount != nil:
+		stepCountAssertion(&ar, a.StepCount, t)
 	case a.Text != nil:
 		textAssertion(&ar, a, t.Output)
 	case a.Limits != nil:
@@ -94,14 +130,14 @@ func evalAssertion(ctx context.Context, c Case, a Assertion, t Trajectory, opts 
 	case a.Judge != nil:
 		judgeAssertion(ctx, &ar, c, a, t, opts.Judge)
 	case a.Script != nil:
-		ar.Verdict, ar.Reason = Skip, "external grader commands are not run by Loupe eval; port the check to a built-in assertion"
+		scriptAssertion(ctx, &ar, c, a.Script, t, opts)
 	default:
 		ar.Verdict, ar.Reason = Skip, "assertion has no usable specification"
 	}
 	if ar.Verdict == "" {
 		ar.Verdict = assertionVerdict(ar, agentv)
 	}
-	if a.Negate && ar.Verdict != Skip && a.Kind != KindToolUsed {
+	if a.Negate && ar.Verdict != Skip && ar.Verdict != CouldNotRun && a.Kind != KindToolUsed {
 		ar.Negated = true
 		ar.Score = clamp(1 - ar.Score)
 		if ar.Verdict == Pass {
@@ -188,6 +224,17 @@ func toolUsedAssertion(ar *AssertionResult, s *ToolUsedSpec, calls []ToolCall, n
 	for _, c := range calls {
 		counts[c.Name]++
 	}
+	if s.Glob {
+		for _, pat := range s.Tools {
+			n := 0
+			for _, c := range calls {
+				if m, _ := path.Match(pat, c.Name); m {
+					n++
+				}
+			}
+			counts[pat] = n // a pattern is counted under its own text
+		}
+	}
 	ok := 0
 	for _, tool := range s.Tools {
 		n := float64(counts[tool])
@@ -243,7 +290,7 @@ func argsCheckAssertion(ar *AssertionResult, s *ArgsCheckSpec, calls []ToolCall)
 
 func judgeAssertion(ctx context.Context, ar *AssertionResult, c Case, a Assertion, t Trajectory, j Judge) {
 	if j == nil {
-		ar.Verdict, ar.Reason = Skip, "needs an LLM judge; none is configured (set Options.Judge)"
+		ar.Verdict, ar.Reason = Skip, "needs an LLM judge, and loupe eval has no judge model configured; this grader is not scored"
 		return
 	}
 	res, err := j.Grade(ctx, JudgeRequest{CaseID: c.ID, Criteria: c.Criteria, Prompt: a.Judge.Prompt, Input: c.Input, Trajectory: t})
@@ -257,3 +304,50 @@ func judgeAssertion(ctx context.Context, ar *AssertionResult, c Case, a Assertio
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// stepCountAssertion counts the steps matching s: 1 when the count is
+// within bounds, else 0.
+func stepCountAssertion(ar *AssertionResult, s *StepCountSpec, t Trajectory) {
+	n := 0
+	var matched []string
+	match := func(kind, name string) {
+		if s.Type != "" && s.Type != kind {
+			return
+		}
+		if s.Pattern != "" {
+			if ok, _ := path.Match(s.Pattern, name); !ok {
+				return
+			}
+		}
+		n++
+		if len(matched) < 5 {
+			matched = append(matched, kind+":"+name)
+		}
+	}
+	for _, c := range t.Calls {
+		match("tool", c.Name)
+	}
+	for _, m := range t.Messages {
+		if m.Role == "assistant" {
+			match("message", m.Content)
+		}
+	}
+	ok := (s.Min == nil || float64(n) >= *s.Min) && (s.Max == nil || float64(n) <= *s.Max)
+	bounds := ""
+	switch {
+	case s.Min != nil && s.Max != nil:
+		bounds = fmt.Sprintf("%g-%g", *s.Min, *s.Max)
+	case s.Min != nil:
+		bounds = fmt.Sprintf("at least %g", *s.Min)
+	default:
+		bounds = fmt.Sprintf("at most %g", *s.Max)
+	}
+	text := fmt.Sprintf("matched %d step(s) (expected %s)", n, bounds)
+	if len(matched) > 0 {
+		text += ": " + strings.Join(matched, ", ")
+	}
+	ar.Checks = []Check{{Text: text, Passed: ok}}
+	if ok {
+		ar.Score = 1
+	}
+}

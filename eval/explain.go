@@ -33,7 +33,7 @@ func (m CallMetrics) String() string {
 
 func (a AssertionResult) explain() string {
 	var b strings.Builder
-	mark := map[Verdict]string{Pass: "ok", Fail: "FAIL", Skip: "skip"}[a.Verdict]
+	mark := map[Verdict]string{Pass: "ok", Fail: "FAIL", Skip: "skip", CouldNotRun: "ERROR"}[a.Verdict]
 	title := a.Name
 	if a.Spec != nil {
 		title += " (" + string(a.Spec.Mode) + ")"
@@ -48,6 +48,10 @@ func (a AssertionResult) explain() string {
 	b.WriteString("\n")
 	if a.Verdict == Skip {
 		fmt.Fprintf(&b, "      skipped: %s\n", a.Reason)
+		return b.String()
+	}
+	if a.Verdict == CouldNotRun {
+		fmt.Fprintf(&b, "      could not run: %s\n", strings.ReplaceAll(a.Reason, "\n", "\n      "))
 		return b.String()
 	}
 	if a.Verdict == Pass {

@@ -19,11 +19,18 @@ func ParseFile(path string) (*File, error) {
 	return Parse(path, data)
 }
 
-// Parse parses an eval file in either AgentV layout. name is used in error
-// messages. Every problem found is reported, each as an *Error with
-// file:line:column, joined with errors.Join; on error the File is nil.
-// Parse never panics.
-func Parse(name string, data []byte) (f *File, err error) {
+// Parse parses an eval file in either AgentV layout, refusing the file on
+// any problem (LoadStrict). name is used in error messages. Every problem
+// found is reported, each as an *Error with file:line:column, joined with
+// errors.Join; on error the File is nil. Parse never panics.
+func Parse(name string, data []byte) (*File, error) {
+	return ParseMode(name, data, LoadStrict)
+}
+
+// ParseMode is Parse with a choice of what to do with a test or grader that
+// has a problem (see LoadMode). Problems with the file as a whole (invalid
+// YAML, no tests list) refuse the file in every mode. ParseMode never panics.
+func ParseMode(name string, data []byte, mode LoadMode) (f *File, err error) {
 	defer func() {
 		if r := recover(); r != nil { // the YAML library must not take us down
 			f, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse YAML (%v); check the file is valid YAML", r)}
@@ -52,11 +59,15 @@ func Parse(name string, data []byte) (f *File, err error) {
 		}
 		return nil, cerr
 	}
-	p := &fileParser{name: name}
+	if sizeOf(root) > maxExpanded {
+		return nil, &Error{File: name, Pos: root.pos, Msg: fmt.Sprintf("the file holds more than %d values once its aliases (*name) are expanded; use fewer nested aliases", maxExpanded)}
+	}
+	p := &fileParser{name: name, mode: mode}
 	f = p.file(root)
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
+	f.Warnings = p.warnings
 	return f, nil
 }
 
@@ -74,12 +85,37 @@ func syntaxMessage(err error) string {
 
 // fileParser accumulates errors so that one run reports all of them.
 type fileParser struct {
-	name string
-	errs []error
+	name     string
+	mode     LoadMode
+	errs     []error
+	warnings []*Error
+	// dropTest collects, in LoadAgentV, problems for which AgentV skips
+	// the whole test; reset per test.
+	dropTest []*Error
 }
 
 func (p *fileParser) errorf(pos Position, format string, args ...any) {
-	p.errs = append(p.errs, &Error{File: p.name, Pos: pos, Msg: fmt.Sprintf(format, args...)})
+	p.classErrorf(errInvalid, pos, format, args...)
+}
+
+func (p *fileParser) classErrorf(c errClass, pos Position, format string, args ...any) {
+	p.errs = append(p.errs, &Error{File: p.name, Pos: pos, Msg: fmt.Sprintf(format, args...), class: c})
+}
+
+// takeErrs removes and returns the errors recorded since mark.
+func (p *fileParser) takeErrs(mark int) []*Error {
+	var out []*Error
+	for _, e := range p.errs[mark:] {
+		out = append(out, e.(*Error))
+	}
+	p.errs = p.errs[:mark]
+	return out
+}
+
+func (p *fileParser) warn(e *Error, what string) {
+	w := *e
+	w.Msg += " (" + what + ")"
+	p.warnings = append(p.warnings, &w)
 }
 
 func (p *fileParser) file(root *ynode) *File {
@@ -117,12 +153,41 @@ func (p *fileParser) file(root *ynode) *File {
 	}
 	seen := map[string]Position{}
 	for _, cy := range cases.items {
+		mark, wmark := len(p.errs), len(p.warnings)
+		p.dropTest = nil
 		c, ok := p.testCase(cy, rootAsserts)
-		if !ok {
+		if len(p.dropTest) > 0 {
+			p.warnings = p.warnings[:wmark]
+			for _, e := range p.dropTest {
+				p.warn(e, "test skipped, as AgentV 4.42.4 skips it")
+			}
+			p.takeErrs(mark)
 			continue
 		}
-		if prev, dup := seen[c.ID]; dup {
-			p.errorf(c.Pos, "duplicate case id %q (first at line %d); ids must be unique", c.ID, prev.Line)
+		if len(p.warnings) > wmark {
+			c.Warnings = append([]*Error(nil), p.warnings[wmark:]...)
+		}
+		if ok {
+			if prev, dup := seen[c.ID]; dup {
+				p.errorf(c.Pos, "duplicate case id %q (first at line %d); ids must be unique", c.ID, prev.Line)
+				c.ID = fmt.Sprintf("%s@%d", c.ID, c.Pos.Line)
+			}
+		}
+		if p.mode != LoadStrict && len(p.errs) > mark {
+			probs := p.takeErrs(mark)
+			if p.mode == LoadAgentV {
+				for _, e := range probs {
+					p.warn(e, "test dropped, as AgentV 4.42.4 does")
+				}
+				continue
+			}
+			if !ok {
+				c = Case{ID: fmt.Sprintf("line-%d", cy.pos.Line), Pos: cy.pos}
+			}
+			c.Problems = probs
+			ok = true
+		}
+		if !ok {
 			continue
 		}
 		seen[c.ID] = c.Pos

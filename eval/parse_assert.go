@@ -2,6 +2,9 @@ package eval
 
 import (
 	"fmt"
+	"math"
+	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -27,8 +30,13 @@ var kindKeys = map[Kind][]string{
 	KindToolUsed:         {"value"},
 	KindToolSequence:     {"value"},
 	KindToolArgsMatch:    {"value"},
+	KindStepCount:        {"value"},
 	KindContains:         {"value"},
 	KindIContains:        {"value"},
+	KindContainsAny:      {"value"},
+	KindContainsAll:      {"value"},
+	KindIContainsAny:     {"value"},
+	KindIContainsAll:     {"value"},
 	KindRegex:            {"value", "flags"},
 	KindEquals:           {"value"},
 	KindStartsWith:       {"value"},
@@ -44,8 +52,10 @@ var kindKeys = map[Kind][]string{
 var aliases = map[string]Kind{
 	"tool-trajectory": KindToolTrajectory, "expected-messages": KindExpectedMessages,
 	"trajectory:tool-used": KindToolUsed, "trajectory:tool-sequence": KindToolSequence,
-	"trajectory:tool-args-match": KindToolArgsMatch,
-	"contains":                   KindContains, "icontains": KindIContains, "regex": KindRegex, "equals": KindEquals,
+	"trajectory:tool-args-match": KindToolArgsMatch, "trajectory:step-count": KindStepCount,
+	"trajectory:goal-success": KindJudge,
+	"contains-any":            KindContainsAny, "contains-all": KindContainsAll, "icontains-any": KindIContainsAny, "icontains-all": KindIContainsAll,
+	"contains": KindContains, "icontains": KindIContains, "regex": KindRegex, "equals": KindEquals,
 	"starts-with": KindStartsWith, "ends-with": KindEndsWith, "is-json": KindIsJSON,
 	"latency": KindLatency, "cost": KindCost, "token-usage": KindTokenUsage, "execution-metrics": KindExecutionMetrics,
 	"llm-grader": KindJudge, "llm-judge": KindJudge, "llm-rubric": KindJudge, "rubric": KindJudge, "rubrics": KindJudge,
@@ -53,13 +63,80 @@ var aliases = map[string]Kind{
 	"code-grader": KindScript, "code-judge": KindScript, "script": KindScript, "javascript": KindScript, "python": KindScript,
 }
 
-func knownTypes() string {
+func typeNames() []string {
 	var ks []string
 	for k := range aliases {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
-	return strings.Join(ks, ", ")
+	return ks
+}
+
+func knownTypes() string { return strings.Join(typeNames(), ", ") }
+
+// tolerate decides, outside LoadStrict, what becomes of an assertion whose
+// parse recorded probs: kept as could-not-run (LoadDefault); or, in
+// LoadAgentV, kept with the bad keys ignored, kept as an unknown type that
+// scores 0, or dropped, as AgentV 4.42.4 does. Each tolerated problem is
+// a warning.
+func (p *fileParser) tolerate(a Assertion, y *ynode, probs []*Error) (Assertion, bool) {
+	raw, _ := y.get("type").str()
+	if a.Name == "" {
+		a.Name, _ = y.first("name", "metric").str()
+	}
+	if a.Name == "" {
+		a.Name = raw
+	}
+	if a.Kind == "" {
+		a.Kind = Kind(raw)
+	}
+	if w, ok := y.get("weight").num(); ok && w >= 0 && a.Weight == 1 {
+		a.Weight = w
+	}
+	if r := y.get("required"); r != nil && !a.Required {
+		if f, ok := r.num(); ok {
+			a.Required, a.MinScore = true, &f
+		} else {
+			a.Required = r.boolean()
+		}
+	}
+	if p.mode == LoadDefault {
+		a.Problems = probs
+		return a, true
+	}
+	keep, unknown := true, false
+	for _, e := range probs {
+		switch e.class {
+		case errUnknownKey, errLenient:
+		case errUnknownType:
+			unknown = true
+		case errDropTest:
+			p.dropTest = append(p.dropTest, e)
+			return a, false
+		case errNotImplemented:
+			a.Problems = probs
+			return a, true
+		default:
+			keep = false
+		}
+	}
+	switch {
+	case unknown:
+		for _, e := range probs {
+			p.warn(e, "kept: scores 0 as in AgentV 4.42.4")
+		}
+		return Assertion{Name: a.Name, Kind: a.Kind, Weight: a.Weight, Pos: a.Pos, Unknown: true,
+			Required: a.Required, MinScore: a.MinScore}, true
+	case keep:
+		for _, e := range probs {
+			p.warn(e, "ignored, as AgentV 4.42.4 ignores it")
+		}
+		return a, true
+	}
+	for _, e := range probs {
+		p.warn(e, "grader dropped, as AgentV 4.42.4 drops it")
+	}
+	return a, false
 }
 
 func (p *fileParser) assertionList(list *ynode, caseID string, expectedCalls []ExpectedCall) []Assertion {
@@ -91,7 +168,12 @@ func (p *fileParser) assertionList(list *ynode, caseID string, expectedCalls []E
 			a.Judge.Prompt += s
 			continue
 		}
-		if a, ok := p.assertion(it, caseID, expectedCalls); ok {
+		mark := len(p.errs)
+		a, ok := p.assertion(it, caseID, expectedCalls)
+		if p.mode != LoadStrict && len(p.errs) > mark {
+			a, ok = p.tolerate(a, it, p.takeErrs(mark))
+		}
+		if ok {
 			out = append(out, a)
 		}
 	}
@@ -110,14 +192,31 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		return Assertion{}, false
 	}
 	a := Assertion{Pos: y.pos, Weight: 1}
+	if p.mode == LoadAgentV {
+		// AgentV normalizes only underscores; "not-" prefixes and Loupe's
+		// aliases are types it does not register.
+		t := strings.ReplaceAll(raw, "_", "-")
+		if t == "code-judge" || t == "llm-judge" {
+			p.classErrorf(errDeprecated, tn.pos, "grader type %q is deprecated in AgentV 4.42.4, which skips it; use %q", raw, strings.Replace(t, "-judge", "-grader", 1))
+			return a, false
+		}
+		if agentVOnly[t] {
+			p.classErrorf(errNotImplemented, tn.pos, "Loupe does not implement AgentV's %q grader, so it cannot give AgentV's score; remove it or port the check to a code-grader", raw)
+			return a, false
+		}
+		if !agentVKinds[t] {
+			p.classErrorf(errUnknownType, tn.pos, "AgentV 4.42.4 has no %q grader (Unknown grader type); it scores 0", raw)
+			return a, false
+		}
+	}
 	t := raw
 	if strings.HasPrefix(t, "not-") {
 		a.Negate, t = true, strings.TrimPrefix(t, "not-")
 	}
 	kind, ok := aliases[strings.ReplaceAll(t, "_", "-")]
 	if !ok {
-		p.errorf(tn.pos, "unknown assertion type %q; use one of %s", raw, knownTypes())
-		return Assertion{}, false
+		p.classErrorf(errUnknownType, tn.pos, "unknown assertion type %q%s; known types: %s", raw, didYouMean(t, typeNames()), knownTypes())
+		return a, false
 	}
 	a.Kind = kind
 	a.Name, _ = y.first("name", "metric").str()
@@ -128,8 +227,11 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		a.Negate = !a.Negate
 	}
 	if w := y.get("weight"); w != nil {
-		if f, ok := p.nonNegative(w, "weight"); ok {
+		// AgentV 4.42.4 skips the whole test on an invalid weight.
+		if f, ok := w.num(); ok && f >= 0 && !math.IsInf(f, 0) {
 			a.Weight = f
+		} else {
+			p.classErrorf(errDropTest, w.pos, "weight must be a non-negative number, got %s", valueText(w))
 		}
 	}
 	if r := y.get("required"); r != nil {
@@ -164,27 +266,24 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 		a.Trajectory = p.toolSequence(y.get("value"), y.pos)
 	case KindToolArgsMatch:
 		a.ArgsCheck = p.argsCheck(y.get("value"), y.pos)
+	case KindStepCount:
+		a.StepCount = p.stepCount(y.get("value"), y.pos)
 	case KindContains, KindIContains, KindRegex, KindEquals, KindStartsWith, KindEndsWith:
 		a.Text = p.textSpec(y, kind)
+	case KindContainsAny, KindContainsAll, KindIContainsAny, KindIContainsAll:
+		a.Text = p.textList(y, kind)
 	case KindIsJSON:
 		a.Text = &TextSpec{}
 	case KindLatency, KindCost, KindTokenUsage, KindExecutionMetrics:
 		a.Limits = p.limits(y, kind)
 	case KindJudge:
 		prompt, _ := y.first("prompt", "value", "criteria", "rubric").str()
+		if prompt == "" { // trajectory:goal-success: value: {goal: ...}
+			prompt, _ = y.get("value").get("goal").str()
+		}
 		a.Judge = &JudgeSpec{Prompt: prompt}
 	case KindScript:
-		s := &ScriptSpec{}
-		if c := y.first("command", "script", "value"); c != nil {
-			if str, ok := c.str(); ok {
-				s.Command = []string{str}
-			} else if c.kind == yseq {
-				for _, it := range c.items {
-					s.Command = append(s.Command, scalarText(it))
-				}
-			}
-		}
-		a.Script = s
+		a.Script = p.scriptSpec(y, raw)
 	}
 	return a, len(p.errs) == n
 }
@@ -202,7 +301,7 @@ func (p *fileParser) checkKeys(y *ynode, k Kind, extra []string) {
 			continue
 		}
 		allowed := append(append([]string{}, commonKeys...), extra...)
-		p.errorf(y.kpos[i], "unknown key %q for %s assertion; allowed keys: %s", key, k, strings.Join(allowed, ", "))
+		p.classErrorf(errUnknownKey, y.kpos[i], "unknown key %q for %s assertion%s; allowed keys: %s", key, k, didYouMean(key, allowed), strings.Join(allowed, ", "))
 	}
 }
 
@@ -230,7 +329,11 @@ func (p *fileParser) seqMode(y *ynode, def SeqMode) (SeqMode, bool) {
 			return m, true
 		}
 	}
-	p.errorf(y.pos, "invalid mode %q; use one of any_order, in_order, exact, subset, superset", scalarText(y))
+	var names []string
+	for _, m := range seqModes {
+		names = append(names, string(m))
+	}
+	p.errorf(y.pos, "invalid mode %q%s; use one of any_order, in_order, exact, subset, superset", scalarText(y), didYouMean(scalarText(y), names))
 	return "", false
 }
 
@@ -249,8 +352,9 @@ func (p *fileParser) trajectorySpec(y *ynode) *TrajectorySpec {
 			p.errorf(m.pos, "minimums must map tool names to counts, e.g. minimums: {search: 2}; got %s", m.describe())
 		} else {
 			for i, k := range m.keys {
-				f, ok := p.nonNegative(m.vals[i], fmt.Sprintf("minimum for %q", k))
-				if !ok {
+				f, ok := m.vals[i].num()
+				if !ok || f < 0 {
+					p.classErrorf(errLenient, m.vals[i].pos, "minimum for %q must be a non-negative number, got %s", k, valueText(m.vals[i]))
 					continue
 				}
 				s.Minimums = append(s.Minimums, Minimum{Tool: k, Count: f})
@@ -261,6 +365,8 @@ func (p *fileParser) trajectorySpec(y *ynode) *TrajectorySpec {
 		s.Expected = p.expectedList(e)
 	}
 	switch {
+	case mode == AnyOrder && y.get("minimums") == nil && p.mode == LoadAgentV:
+		p.errorf(y.pos, "any_order mode requires minimums in AgentV 4.42.4; add minimums: (tool: count)")
 	case mode == AnyOrder && y.get("minimums") == nil && y.get("expected") == nil:
 		p.errorf(y.pos, "any_order mode needs minimums: (tool: count) or expected: (list of {tool})")
 	case mode != AnyOrder && y.get("expected") == nil:
@@ -277,13 +383,13 @@ func (p *fileParser) expectedList(e *ynode) []ExpectedCall {
 	var out []ExpectedCall
 	for _, it := range e.items {
 		if it.kind != ymap {
-			p.errorf(it.pos, "expected item must be a mapping like {tool: name}, got %s", it.describe())
+			p.classErrorf(errLenient, it.pos, "expected item must be a mapping like {tool: name}, got %s", it.describe())
 			continue
 		}
 		p.checkItemKeys(it, "tool", "args", "args_match", "argsMatch", "max_duration_ms", "maxDurationMs")
 		name, ok := it.get("tool").str()
 		if !ok || name == "" {
-			p.errorf(it.pos, "expected item has no tool name; add tool: <name>")
+			p.classErrorf(errLenient, it.pos, "expected item has no tool name; add tool: <name>")
 			continue
 		}
 		ec := ExpectedCall{Tool: name, Pos: it.pos}
@@ -297,7 +403,7 @@ func (p *fileParser) expectedList(e *ynode) []ExpectedCall {
 				d := time.Duration(f * float64(time.Millisecond))
 				ec.MaxDuration = &d
 			} else {
-				p.errorf(md.pos, "max_duration_ms must be a non-negative number of milliseconds, got %s", md.describe())
+				p.classErrorf(errLenient, md.pos, "max_duration_ms must be a non-negative number of milliseconds, got %s", md.describe())
 			}
 		}
 		out = append(out, ec)
@@ -319,7 +425,7 @@ func (p *fileParser) nonNegative(v *ynode, what string) (float64, bool) {
 func (p *fileParser) checkItemKeys(y *ynode, allowed ...string) {
 	for i, k := range y.keys {
 		if !contains(allowed, k) {
-			p.errorf(y.kpos[i], "unknown key %q; allowed keys: %s", k, strings.Join(allowed, ", "))
+			p.classErrorf(errUnknownKey, y.kpos[i], "unknown key %q%s; allowed keys: %s", k, didYouMean(k, allowed), strings.Join(allowed, ", "))
 		}
 	}
 }
@@ -333,7 +439,7 @@ func (p *fileParser) expectedArgs(a *ynode, ec *ExpectedCall) {
 		return
 	}
 	if a.kind != ymap {
-		p.errorf(a.pos, "args must be a mapping of expected arguments or the word any, got %s", a.describe())
+		p.classErrorf(errLenient, a.pos, "args must be a mapping of expected arguments or the word any, got %s", a.describe())
 		return
 	}
 	ec.Args = a.value().(map[string]any)
@@ -362,7 +468,7 @@ func (p *fileParser) argsMatch(y *ynode, def ArgsMatch) ArgsMatch {
 	case ArgsExact, ArgsSuperset, ArgsSubset, ArgsIgnore:
 		return ArgsMatch{Rule: ArgsRule(s)}
 	}
-	p.errorf(y.pos, "invalid args_match %q; use exact, superset, subset, ignore, or a list of argument paths", scalarText(y))
+	p.classErrorf(errLenient, y.pos, "invalid args_match %q%s; use exact, superset, subset, ignore, or a list of argument paths", scalarText(y), didYouMean(scalarText(y), []string{"exact", "superset", "subset", "ignore"}))
 	return def
 }
 
@@ -388,10 +494,18 @@ func (p *fileParser) toolUsed(v *ynode, at Position) *ToolUsedSpec {
 			}
 		}
 	case v.kind == ymap:
-		p.checkItemKeys(v, "name", "min", "max")
+		p.checkItemKeys(v, "name", "pattern", "min", "max")
 		name, ok := v.get("name").str()
+		if pt := v.get("pattern"); pt != nil {
+			str, sok := pt.str()
+			if _, err := path.Match(str, ""); !sok || str == "" || err != nil {
+				p.errorf(pt.pos, "trajectory:tool-used pattern must be a glob like search_*, got %s", valueText(pt))
+				return nil
+			}
+			name, ok, s.Glob = str, true, true
+		}
 		if !ok || name == "" {
-			p.errorf(v.pos, "trajectory:tool-used value needs name: <tool>")
+			p.errorf(v.pos, "trajectory:tool-used value needs name: <tool> (or pattern: <glob>)")
 			return nil
 		}
 		s.Tools = []string{name}
@@ -413,7 +527,61 @@ func (p *fileParser) toolUsed(v *ynode, at Position) *ToolUsedSpec {
 	return s
 }
 
+// stepTypes are the step types trajectory:step-count can count in a Loupe
+// trajectory.
+var stepTypes = []string{"tool", "message"}
+
+func (p *fileParser) stepCount(v *ynode, at Position) *StepCountSpec {
+	if v == nil || v.kind != ymap {
+		p.errorf(at, "trajectory:step-count needs value: {type: tool|message, pattern: <glob>, min: N, max: N}")
+		return nil
+	}
+	p.checkItemKeys(v, "type", "pattern", "name", "min", "max")
+	s := &StepCountSpec{}
+	if t := v.get("type"); t != nil {
+		str, _ := t.str()
+		if !contains(stepTypes, str) {
+			p.errorf(t.pos, "trajectory:step-count type %q is not recorded in Loupe traces%s; use tool (tool calls) or message (assistant messages), or leave it out to count both", scalarText(t), didYouMean(scalarText(t), stepTypes))
+			return nil
+		}
+		s.Type = str
+	}
+	if pt := v.first("pattern", "name"); pt != nil {
+		str, ok := pt.str()
+		if _, err := path.Match(str, ""); !ok || err != nil {
+			p.errorf(pt.pos, "trajectory:step-count pattern must be a glob like search_* , got %s", pt.describe())
+			return nil
+		}
+		s.Pattern = str
+	}
+	for _, b := range []struct {
+		key string
+		dst **float64
+	}{{"min", &s.Min}, {"max", &s.Max}} {
+		if n := v.get(b.key); n != nil {
+			f, ok := n.num()
+			if !ok || f < 0 || f != math.Trunc(f) {
+				p.errorf(n.pos, "trajectory:step-count %s must be a whole number of steps, got %s", b.key, n.describe())
+				return nil
+			}
+			*b.dst = &f
+		}
+	}
+	switch {
+	case s.Min == nil && s.Max == nil:
+		p.errorf(v.pos, "trajectory:step-count needs a minimum or maximum: add min: N or max: N")
+		return nil
+	case s.Min != nil && s.Max != nil && *s.Max < *s.Min:
+		p.errorf(v.pos, "trajectory:step-count max (%v) is below min (%v); raise max or lower min", *s.Max, *s.Min)
+		return nil
+	}
+	return s
+}
+
 func (p *fileParser) toolSequence(v *ynode, at Position) *TrajectorySpec {
+	if v != nil && v.kind == yseq { // a bare list of steps: in order
+		v = &ynode{kind: ymap, pos: v.pos, keys: []string{"steps"}, kpos: []Position{v.pos}, vals: []*ynode{v}}
+	}
 	if v == nil || v.kind != ymap {
 		p.errorf(at, "trajectory:tool-sequence needs value: {mode: in_order|exact, steps: [tool, ...]}")
 		return nil
@@ -546,4 +714,105 @@ func (p *fileParser) limits(y *ynode, k Kind) *LimitSpec {
 		}
 	}
 	return l
+}
+
+// scriptKeys are the keys of a code-grader that are not passed to the
+// command in its config (AgentV 4.42.4's list).
+var scriptKeys = []string{"name", "type", "command", "script", "cwd", "weight", "target", "config", "preprocessors", "required", "min_score", "negate", "metric"}
+
+// scriptSpec reads a code-grader as AgentV 4.42.4 does: command (or the
+// older script) is an argv list, or a string run with sh -lc; cwd is
+// relative to the eval file's directory, which is also the default; every
+// other key, merged under config:, is passed to the command as config.
+func (p *fileParser) scriptSpec(y *ynode, raw string) *ScriptSpec {
+	if t := strings.TrimPrefix(raw, "not-"); t == "javascript" || t == "python" {
+		p.errorf(y.pos, "%s assertions hold inline code, which Loupe does not run; write the check as a script and use type: code-grader with command: [python3, check.py]", t)
+		return nil
+	}
+	c := y.first("command", "script")
+	s := &ScriptSpec{}
+	switch {
+	case c == nil || c.kind == ynull:
+		p.errorf(y.pos, "code-grader needs command: the grader to run, e.g. command: [python3, grader.py]")
+		return nil
+	case c.kind == yseq:
+		for _, it := range c.items {
+			str, ok := it.str()
+			if !ok || str == "" {
+				p.errorf(it.pos, "code-grader command items must be non-empty strings, got %s", it.describe())
+				return nil
+			}
+			s.Command = append(s.Command, str)
+		}
+		if len(s.Command) == 0 {
+			p.errorf(c.pos, "code-grader command is an empty list; give the program and its arguments")
+			return nil
+		}
+	default:
+		str, ok := c.str()
+		if !ok || strings.TrimSpace(str) == "" {
+			p.errorf(c.pos, "code-grader command must be a list of arguments or a shell command string, got %s", c.describe())
+			return nil
+		}
+		s.Command = []string{"sh", "-lc", strings.TrimSpace(str)}
+	}
+	dir := filepath.Dir(p.name)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	s.Dir = dir
+	if cw := y.get("cwd"); cw != nil {
+		str, ok := cw.str()
+		if !ok || str == "" {
+			p.errorf(cw.pos, "code-grader cwd must be a directory path, got %s", cw.describe())
+			return nil
+		}
+		if !filepath.IsAbs(str) {
+			str = filepath.Join(dir, str)
+		}
+		s.Dir = str
+	}
+	cfg := map[string]any{}
+	for i, k := range y.keys {
+		if !contains(scriptKeys, k) {
+			cfg[k] = y.vals[i].value()
+		}
+	}
+	if m := y.get("config"); m != nil && m.kind == ymap {
+		for k, v := range m.value().(map[string]any) {
+			cfg[k] = v
+		}
+	}
+	if len(cfg) > 0 {
+		s.Config = cfg
+	}
+	return s
+}
+
+// valueText shows a scalar as written, or describes a collection.
+func valueText(y *ynode) string {
+	if t := scalarText(y); t != "" {
+		return t
+	}
+	return y.describe()
+}
+
+// textList reads the value of contains-any / contains-all (and their i-
+// forms): a non-empty list of strings, as AgentV 4.42.4 requires.
+func (p *fileParser) textList(y *ynode, k Kind) *TextSpec {
+	v := y.get("value")
+	if v == nil || v.kind != yseq || len(v.items) == 0 {
+		p.errorf(y.pos, "%s needs value: a non-empty list of strings, e.g. value: [\"42\", \"forty-two\"]", k)
+		return nil
+	}
+	t := &TextSpec{}
+	for _, it := range v.items {
+		s, ok := it.str()
+		if !ok {
+			p.errorf(it.pos, "%s values must be strings (quote numbers), got %s", k, it.describe())
+			return nil
+		}
+		t.Values = append(t.Values, s)
+	}
+	return t
 }

@@ -1,6 +1,9 @@
 package eval
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Mode selects the scoring semantics.
 type Mode int
@@ -33,6 +36,9 @@ type Options struct {
 	Threshold float64
 	// Judge grades assertions that need an LLM; nil skips them.
 	Judge Judge
+	// GraderTimeout bounds one run of a code-grader command; 0 means
+	// DefaultGraderTimeout.
+	GraderTimeout time.Duration
 }
 
 func (o Options) threshold() float64 {
@@ -72,6 +78,11 @@ const (
 	Pass Verdict = "pass"
 	Fail Verdict = "fail"
 	Skip Verdict = "skip"
+	// CouldNotRun marks a grader (or a whole case) that could not be run:
+	// a problem in its definition (LoadDefault) or a grader command that
+	// failed. It is not counted in the case score, and its case does not
+	// pass.
+	CouldNotRun Verdict = "error"
 )
 
 // Check is one elementary observation inside an assertion.
@@ -106,7 +117,7 @@ type AssertionResult struct {
 	Weight  float64  // the assertion's share of the case score
 	// Negated is set when the result was inverted by negate / not-.
 	Negated bool
-	// Reason explains a skip.
+	// Reason explains a skip or a could-not-run.
 	Reason string
 	Checks []Check
 	// For trajectory assertions: the spec, the calls, their alignment and

@@ -31,6 +31,10 @@ type File struct {
 	// Cases are the test cases in file order. Recorded transcripts map to
 	// them positionally, as in AgentV.
 	Cases []Case
+	// Warnings are the problems that were tolerated in LoadAgentV (keys
+	// ignored, graders and tests dropped), each with file:line:column, in
+	// file order. Nil for LoadStrict.
+	Warnings []*Error
 }
 
 // Case is one test case.
@@ -47,6 +51,13 @@ type Case struct {
 	Assertions []Assertion
 	// Pos is where the case starts.
 	Pos Position
+	// Problems, set only in LoadDefault, are what is wrong with the case
+	// outside its graders (no id, a duplicate id, a malformed list). Such
+	// a case is not graded: it is reported as could not run.
+	Problems []*Error
+	// Warnings are the problems with this case's graders that LoadAgentV
+	// tolerated (keys ignored, graders dropped), also in File.Warnings.
+	Warnings []*Error
 }
 
 // Kind names an assertion type, spelled as in the current AgentV format
@@ -60,8 +71,13 @@ const (
 	KindToolUsed         Kind = "trajectory:tool-used"
 	KindToolSequence     Kind = "trajectory:tool-sequence"
 	KindToolArgsMatch    Kind = "trajectory:tool-args-match"
+	KindStepCount        Kind = "trajectory:step-count"
 	KindContains         Kind = "contains"
 	KindIContains        Kind = "icontains"
+	KindContainsAny      Kind = "contains-any"
+	KindContainsAll      Kind = "contains-all"
+	KindIContainsAny     Kind = "icontains-any"
+	KindIContainsAll     Kind = "icontains-all"
 	KindRegex            Kind = "regex"
 	KindEquals           Kind = "equals"
 	KindStartsWith       Kind = "starts-with"
@@ -95,12 +111,20 @@ type Assertion struct {
 	MinScore *float64
 	// Pos is where the assertion starts in the file.
 	Pos Position
+	// Problems, set only in LoadDefault, say why the grader cannot run
+	// (each with file:line:column and a suggestion). Such a grader is
+	// reported as could not run, and its case does not pass.
+	Problems []*Error
+	// Unknown is set in LoadAgentV for a type AgentV 4.42.4 does not
+	// register: like AgentV, the grader scores 0 with an error.
+	Unknown bool
 
 	Trajectory *TrajectorySpec // tool-trajectory, expected-messages, trajectory:tool-sequence
 	Text       *TextSpec       // contains, icontains, regex, equals, starts-with, ends-with, is-json
 	Limits     *LimitSpec      // latency, cost, token-usage, execution-metrics
 	ToolUsed   *ToolUsedSpec   // trajectory:tool-used
 	ArgsCheck  *ArgsCheckSpec  // trajectory:tool-args-match
+	StepCount  *StepCountSpec  // trajectory:step-count
 	Judge      *JudgeSpec      // llm-grader, llm-rubric, bare strings
 	Script     *ScriptSpec     // code-grader, script
 }
@@ -171,8 +195,9 @@ type ArgsMatch struct {
 
 // TextSpec checks the final output text.
 type TextSpec struct {
-	Value string
-	Flags string // regex flags (i, m, s)
+	Value  string
+	Values []string // contains-any, contains-all and their i- forms
+	Flags  string   // regex flags (i, m, s)
 }
 
 // LimitSpec holds budget limits; nil fields are not checked.
@@ -195,6 +220,9 @@ type ToolUsedSpec struct {
 	Min float64
 	// Max is the maximum count per tool; nil means unbounded.
 	Max *float64
+	// Glob makes Tools globs (path.Match syntax): the count is of every
+	// call whose name matches.
+	Glob bool
 }
 
 // ArgsCheckSpec checks that some call of Tool has matching arguments.
@@ -205,13 +233,37 @@ type ArgsCheckSpec struct {
 	Match ArgsMatch
 }
 
+// StepCountSpec bounds how many steps of a run match (the
+// trajectory:step-count type of promptfoo-style suites). A step is a tool
+// call (Type "tool") or an assistant message (Type "message"); with Type
+// empty both count.
+type StepCountSpec struct {
+	// Type is "", "tool" or "message".
+	Type string
+	// Pattern, when not empty, is a glob (path.Match syntax) the tool name
+	// or message text must match.
+	Pattern string
+	// Min and Max bound the count; nil is unbounded. At least one is set.
+	Min, Max *float64
+}
+
 // JudgeSpec is an assertion that needs an LLM judge.
 type JudgeSpec struct {
 	// Prompt is the rubric or criteria text.
 	Prompt string
 }
 
-// ScriptSpec is an assertion that runs an external grader command.
+// ScriptSpec is an assertion that runs an external grader command (a
+// code-grader), as AgentV 4.42.4 runs it: the command gets AgentV's JSON
+// payload on standard input and prints its result as JSON.
 type ScriptSpec struct {
+	// Command is the program and its arguments; a command written as a
+	// string in the file is []string{"sh", "-lc", string}.
 	Command []string
+	// Dir is the working directory: cwd: resolved against the eval file's
+	// directory, which is also the default.
+	Dir string
+	// Config is passed to the command as the payload's config: the
+	// grader's keys that are not its own, merged with its config: map.
+	Config map[string]any
 }

@@ -52,6 +52,11 @@ type Message struct {
 	Role string
 	// Content is the text content (structured content is flattened).
 	Content string
+	// Calls is how many of Trajectory.Calls this message made: the next
+	// Calls calls after those of the messages before it. Zero when the
+	// source does not say (then code graders see every call on the first
+	// assistant message).
+	Calls int
 }
 
 // Usage counts tokens.

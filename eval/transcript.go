@@ -126,6 +126,7 @@ func buildTrajectory(rows []transcriptRow) (Trajectory, error) {
 	for _, r := range rows {
 		text := contentText(r.Content)
 		t.Messages = append(t.Messages, Message{Role: r.Role, Content: text})
+		before := len(t.Calls)
 		if r.Role == "assistant" {
 			t.Output = text
 		}
@@ -158,6 +159,7 @@ func buildTrajectory(rows []transcriptRow) (Trajectory, error) {
 			}
 			t.Calls = append(t.Calls, c)
 		}
+		t.Messages[len(t.Messages)-1].Calls = len(t.Calls) - before
 	}
 	t.EventCount = len(t.Calls)
 	return t, nil

@@ -28,6 +28,35 @@ type ynode struct {
 	vals  []*ynode // ymap
 	items []*ynode // yseq
 	val   any      // yscalar: string, float64 or bool
+	// size is how many values y holds with every alias expanded (a
+	// scalar is 1), saturated at maxExpanded+1: aliases share nodes, so a
+	// small file can stand for an exponential tree ("billion laughs").
+	size int
+}
+
+// maxExpanded bounds the values a file may hold once its aliases are
+// expanded; reading anything larger would take exponential time.
+const maxExpanded = 1 << 20
+
+// sizeOf is y's expanded size (at least 1).
+func sizeOf(y *ynode) int {
+	if y == nil || y.size < 1 {
+		return 1
+	}
+	return y.size
+}
+
+// setSize computes y's expanded size from its children.
+func (y *ynode) setSize() {
+	n := 1
+	for _, c := range append(y.vals, y.items...) {
+		n += sizeOf(c)
+		if n > maxExpanded {
+			n = maxExpanded + 1
+			break
+		}
+	}
+	y.size = n
 }
 
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
@@ -95,6 +124,7 @@ func convert(n ast.Node, anchors map[string]*ynode, depth int) (*ynode, error) {
 		m := &ynode{kind: ymap, pos: posOf(n)}
 		err := addPair(m, v, anchors, depth)
 		m.keyPos()
+		m.setSize()
 		return m, err
 	case *ast.MappingNode:
 		m := &ynode{kind: ymap, pos: posOf(n)}
@@ -104,6 +134,7 @@ func convert(n ast.Node, anchors map[string]*ynode, depth int) (*ynode, error) {
 			}
 		}
 		m.keyPos()
+		m.setSize()
 		return m, nil
 	case *ast.SequenceNode:
 		s := &ynode{kind: yseq, pos: posOf(n)}
@@ -114,6 +145,7 @@ func convert(n ast.Node, anchors map[string]*ynode, depth int) (*ynode, error) {
 			}
 			s.items = append(s.items, y)
 		}
+		s.setSize()
 		return s, nil
 	case *ast.CommentGroupNode:
 		return &ynode{kind: ynull, pos: posOf(n)}, nil

@@ -65,7 +65,11 @@ func (t *AgentTarget) Run(ctx context.Context, c CaseRef) (run *Run, err error) 
 		result = trace.Text(answer)
 	}
 	ec.End(result, aerr)
-	return RunFromRecords(ec.Records(), t.Name()), nil
+	run = RunFromRecords(ec.Records(), t.Name())
+	if aerr != nil {
+		run.Failure = aerr
+	}
+	return run, nil
 }
 
 // ExecutorTarget is a Target that runs an agent.Executor loop per case: the
@@ -107,7 +111,11 @@ func (t *ExecutorTarget) Run(ctx context.Context, c CaseRef) (*Run, error) {
 	if len(res.Records) == 0 {
 		return nil, fmt.Errorf("case %s: the agent run recorded nothing (%v)", c.Case.ID, res.Err)
 	}
-	return RunFromRecords(res.Records, t.Name()), nil
+	run := RunFromRecords(res.Records, t.Name())
+	if res.Err != nil {
+		run.Failure = res.Err
+	}
+	return run, nil
 }
 
 // ScriptTarget runs a ReAct agent whose model plays a script

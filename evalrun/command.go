@@ -75,7 +75,10 @@ func (t *CommandTarget) Run(ctx context.Context, c CaseRef) (*Run, error) {
 	}
 	run, err := runFromOutput(out, c, elapsed)
 	if err != nil {
-		return nil, fmt.Errorf("command %q %w", t.Command, err)
+		return nil, fmt.Errorf("command %q for case %s %w", t.Command, c.Case.ID, err)
+	}
+	if run.Warning != "" {
+		run.Warning = fmt.Sprintf("command %q %s", t.Command, run.Warning)
 	}
 	return run, nil
 }
@@ -87,7 +90,7 @@ func runFromOutput(out []byte, c CaseRef, elapsed time.Duration) (*Run, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("printed nothing")
 	}
-	name := strings.NewReplacer("/", "_", `\`, "_").Replace(c.Case.ID) + ".json"
+	name := "the output of case " + c.Case.ID // for messages: there is no file
 	f, derr := traceio.Detect(out)
 	if derr != nil {
 		if out[0] == '{' || out[0] == '[' {
@@ -95,6 +98,7 @@ func runFromOutput(out []byte, c CaseRef, elapsed time.Duration) (*Run, error) {
 		}
 		d := elapsed
 		return &Run{
+			Warning: "printed no trace, only plain text: it is graded as the answer of a run with no tool calls (print an AgentV trace {\"text\": …, \"trace\": […]} to grade tool calls)",
 			Trajectory: eval.Trajectory{Output: string(out), Duration: &d,
 				Messages: []eval.Message{{Role: "user", Content: c.Case.Input}, {Role: "assistant", Content: string(out)}}},
 			Name: c.Case.ID, Tags: []string{CaseTag + c.Case.ID}, Source: "command",

@@ -39,8 +39,15 @@ type Config struct {
 	// Grading.
 	Threshold float64 // 0: eval.DefaultThreshold
 	Compat    string  // "" or "loupe": eval.ModeDefault; "agentv": eval.ModeAgentV
-	Workers   int     // 0: 1
-	Progress  bool    // force the progress bar on standard error
+	// Strict refuses a whole eval file on any problem in it. Without it,
+	// a bad grader or test is reported as could not run (default) or
+	// handled as AgentV 4.42.4 handles it (--compat agentv).
+	Strict bool
+	// GraderTimeout bounds one run of a code-grader command; 0 means
+	// eval.DefaultGraderTimeout.
+	GraderTimeout time.Duration
+	Workers       int  // 0: 1
+	Progress      bool // force the progress bar on standard error
 
 	// Outputs.
 	Out          string // results JSONL path ("-" for standard output)
@@ -78,7 +85,7 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	if len(cfg.Files) == 0 {
 		return ExitNotGraded, errors.New("no eval file given: loupe eval FILE… with one or more AgentV eval files")
 	}
-	opts := eval.Options{Threshold: cfg.Threshold}
+	opts := eval.Options{Threshold: cfg.Threshold, GraderTimeout: cfg.GraderTimeout}
 	switch strings.ToLower(cfg.Compat) {
 	case "", "loupe", "default":
 	case "agentv":
@@ -89,13 +96,23 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	if cfg.Threshold < 0 || cfg.Threshold > 1 {
 		return ExitNotGraded, fmt.Errorf("--threshold %g: want a score in (0, 1]", cfg.Threshold)
 	}
+	load := eval.LoadDefault
+	switch {
+	case cfg.Strict:
+		load = eval.LoadStrict
+	case opts.Mode == eval.ModeAgentV:
+		load = eval.LoadAgentV
+	}
 	var files []*eval.File
 	var perr []error
 	for _, p := range cfg.Files {
-		f, err := eval.ParseFile(p)
+		f, err := eval.ParseFileMode(p, load)
 		if err != nil {
 			perr = append(perr, err)
 			continue
+		}
+		for _, w := range f.Warnings {
+			fmt.Fprintf(stderr, "loupe eval: warning: %s\n", w)
 		}
 		files = append(files, f)
 	}
@@ -135,6 +152,14 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	rep, err := rn.Run(ctx, files)
 	if err != nil {
 		return ExitNotGraded, err
+	}
+	// Say once on standard error what the summary says per case.
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		if r.Run != nil && r.Run.Warning != "" && !seen[r.Run.Warning] {
+			seen[r.Run.Warning] = true
+			fmt.Fprintf(stderr, "loupe eval: warning: %s\n", r.Run.Warning)
+		}
 	}
 	if err := WriteSummary(stdout, rep, cfg.Now == nil); err != nil {
 		return ExitNotGraded, err

@@ -34,8 +34,26 @@ func WriteSummary(w io.Writer, rep *Report, showTime bool) error {
 			if cr.Metrics != nil {
 				fmt.Fprintf(bw, "  %s", cr.Metrics)
 			}
+			if n := len(graderProblems(cr)); n > 0 {
+				fmt.Fprintf(bw, "  (%d grader(s) could not run)", n)
+			}
 		}
 		fmt.Fprintln(bw)
+		// Graders that did not count, so nothing disappears from the
+		// summary; a failed case's explanation below shows its own.
+		if cr.Verdict != eval.Fail && cr.Verdict != VerdictError {
+			for _, a := range cr.Assertions {
+				switch a.Verdict {
+				case eval.Skip:
+					fmt.Fprintf(bw, "        skipped %s: %s\n", a.Name, a.Reason)
+				case eval.CouldNotRun:
+					fmt.Fprintf(bw, "        could not run %s: %s\n", a.Name, a.Reason)
+				}
+			}
+		}
+		for _, w := range caseWarnings(r) {
+			fmt.Fprintf(bw, "        warning: %s\n", w)
+		}
 	}
 	var failed []Result
 	for _, r := range rep.Results {
@@ -62,6 +80,12 @@ func WriteSummary(w io.Writer, rep *Report, showTime bool) error {
 		fmt.Fprintf(bw, " in %s", rep.Elapsed.Round(1e6))
 	}
 	fmt.Fprintln(bw)
+	if n := rep.GradersNotRun(); n > 0 {
+		fmt.Fprintf(bw, "%d grader(s) could not run; see the reasons above\n", n)
+	}
+	if len(rep.Results) > 0 && pass+fail == 0 && errs == 0 {
+		fmt.Fprintln(bw, "no case was graded: every grader was skipped (see the reasons above); this is not a success")
+	}
 	return bw.Flush()
 }
 
@@ -125,8 +149,8 @@ type JUnitOptions struct {
 // (named by its path, with the mode, threshold and target as properties)
 // and a testcase per case (classname is the suite name). A failed case has
 // a failure whose message gives the score and whose text is eval's
-// explanation; a case that could not run has an error; a skipped case has
-// skipped with the reasons.
+// explanation; a case that could not run, or with a grader that could not
+// run, has an error; a skipped case has skipped with the reasons.
 func WriteJUnit(w io.Writer, rep *Report, o JUnitOptions) error {
 	secs := func(d float64) string { return fmt.Sprintf("%.3f", d) }
 	root := junitSuites{Name: "loupe eval", Time: secs(0)}
@@ -161,18 +185,26 @@ func WriteJUnit(w io.Writer, rep *Report, o JUnitOptions) error {
 			suiteSecs[i] += r.Elapsed.Seconds()
 		}
 		cr := r.Result
-		switch cr.Verdict {
-		case eval.Fail:
+		notRun := graderProblems(cr)
+		switch {
+		case cr.Verdict == eval.Fail && len(notRun) > 0:
+			c.Error = &junitMessage{
+				Message: fmt.Sprintf("%d grader(s) could not run", len(notRun)),
+				Type:    "grader",
+				Text:    cr.Explain(),
+			}
+			s.Errors++
+		case cr.Verdict == eval.Fail:
 			c.Failure = &junitMessage{
 				Message: fmt.Sprintf("score %.2f is below the threshold %.2f", cr.Score, cr.Threshold),
 				Type:    "trajectory",
 				Text:    cr.Explain(),
 			}
 			s.Failures++
-		case VerdictError:
+		case cr.Verdict == VerdictError:
 			c.Error = &junitMessage{Message: "the run could not be produced", Type: "target", Text: r.Err.Error()}
 			s.Errors++
-		case eval.Pass:
+		case cr.Verdict == eval.Pass:
 			c.SystemOut = fmt.Sprintf("score %.2f (threshold %.2f)", cr.Score, cr.Threshold)
 		default:
 			var reasons []string
@@ -208,4 +240,16 @@ func WriteJUnit(w io.Writer, rep *Report, o JUnitOptions) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// graderProblems lists "name: reason" for each grader of cr that could not
+// run.
+func graderProblems(cr eval.CaseResult) []string {
+	var out []string
+	for _, a := range cr.Assertions {
+		if a.Verdict == eval.CouldNotRun {
+			out = append(out, a.Name+": "+a.Reason)
+		}
+	}
+	return out
 }

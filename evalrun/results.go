@@ -35,9 +35,13 @@ const (
 // Save stores the report in st: the records of every graded run that has
 // them (so the traces the results point to exist; appending a stored trace
 // again is a no-op) and the results themselves, as described above. It
-// returns the id of the results trace. A failed report (some case failed or
-// could not run) is stored with the error termination, so that listings show
-// it. now stamps the results trace; nil means time.Now.
+// returns the id of the results trace. The results trace always ends with
+// the success termination — the evaluation itself ran — whatever the
+// verdicts, which are in its result ({"passed", "failed", "skipped",
+// "errors"}): an evaluation with failing cases must not be listed among
+// failed agent runs (`loupe traces ls --status error`); its tag EvalTag
+// ("loupe:eval") selects evaluations. now stamps the results trace; nil
+// means time.Now.
 func Save(ctx context.Context, st store.Store, rep *Report, now func() time.Time) (trace.TraceID, error) {
 	for _, res := range rep.Results {
 		if res.Run == nil || len(res.Run.Records) == 0 {
@@ -68,10 +72,7 @@ func Save(ctx context.Context, st store.Store, rep *Report, now func() time.Time
 		ec.Custom(ResultRecord, trace.JSON(NewRow(rep, res, RowOptions{})))
 	}
 	pass, fail, skip, errs := rep.Counts()
-	if fail+errs > 0 {
-		ec.SetTermination(trace.TerminationError, fmt.Errorf("%d of %d cases failed, %d could not run", fail, len(rep.Results), errs))
-	}
-	ec.End(trace.JSON(map[string]int{"passed": pass, "failed": fail, "skipped": skip, "errors": errs}), nil)
+	ec.End(trace.JSON(map[string]int{"passed": pass, "failed": fail, "skipped": skip, "errors": errs, "graders_not_run": rep.GradersNotRun()}), nil)
 	if _, err := st.Append(ctx, ec.Records()); err != nil {
 		return trace.TraceID{}, fmt.Errorf("storing the evaluation results: %w", err)
 	}

@@ -17,7 +17,10 @@ import (
 // AgentV's results JSONL (index.jsonl): timestamp, test_id, suite, target,
 // score, scores (one per grader), assertions and a trace summary use
 // AgentV's field names, so tools reading AgentV results read these. Loupe
-// adds verdict, threshold, mode, metrics, eval_file, trace_id and error.
+// adds verdict, threshold, mode, metrics, eval_file, trace_id, error and
+// warnings (graders ignored or dropped at load, a command that printed no
+// trace); a grader that was skipped or could not run has its verdict
+// ("skip", "error") and reason in its scores entry.
 //
 // Output and Records (the agent's messages with tool inputs and outputs,
 // and the full trace) are filled only on request (RowOptions.IncludeTrace):
@@ -39,6 +42,7 @@ type Row struct {
 	TraceID    string          `json:"trace_id,omitempty"`
 	EvalFile   string          `json:"eval_file,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	Warnings   []string        `json:"warnings,omitempty"`
 	Output     []OutputMessage `json:"output,omitempty"`
 	Records    []trace.Record  `json:"records,omitempty"`
 }
@@ -144,6 +148,7 @@ func NewRow(rep *Report, res Result, o RowOptions) Row {
 	if res.Err != nil {
 		row.Error = res.Err.Error()
 	}
+	row.Warnings = caseWarnings(res)
 	for _, a := range cr.Assertions {
 		g := GraderScore{
 			Name: a.Name, Type: agentvType(a.Kind), Score: round(a.Score),
@@ -167,6 +172,20 @@ func NewRow(rep *Report, res Result, o RowOptions) Row {
 		}
 	}
 	return row
+}
+
+// caseWarnings lists what did not stop a case but changed what was graded:
+// graders ignored or dropped at load (--compat agentv) and a run obtained
+// oddly (a command that printed no trace).
+func caseWarnings(res Result) []string {
+	var out []string
+	for _, w := range res.Case.Warnings {
+		out = append(out, w.Error())
+	}
+	if res.Run != nil && res.Run.Warning != "" {
+		out = append(out, res.Run.Warning)
+	}
+	return out
 }
 
 // Summarize computes AgentV's trace summary of a trajectory.

@@ -14,9 +14,9 @@ import (
 
 // Exit statuses of an evaluation, as `loupe eval` returns them.
 const (
-	ExitPass      = 0 // every case passed (or was skipped)
+	ExitPass      = 0 // every graded case passed (some may be skipped; at least one was graded)
 	ExitFail      = 1 // a case failed
-	ExitNotGraded = 2 // the evaluation could not run: a bad file, a target that failed
+	ExitNotGraded = 2 // the evaluation could not run: a bad file, a target or grader that failed, nothing graded
 )
 
 // VerdictError is the verdict of a case whose run could not be produced.
@@ -81,17 +81,34 @@ func (r *Report) Counts() (pass, fail, skip, errs int) {
 	return
 }
 
-// ExitCode is ExitNotGraded when a case could not be run, else ExitFail when
-// a case failed, else ExitPass.
+// ExitCode is ExitNotGraded when a case or a grader could not be run, or
+// when no case was graded at all (every case skipped); else ExitFail when a
+// case failed; else ExitPass.
 func (r *Report) ExitCode() int {
-	_, fail, _, errs := r.Counts()
+	pass, fail, _, errs := r.Counts()
 	switch {
-	case errs > 0:
+	case errs > 0 || r.GradersNotRun() > 0:
+		return ExitNotGraded
+	case len(r.Results) > 0 && pass+fail == 0:
 		return ExitNotGraded
 	case fail > 0:
 		return ExitFail
 	}
 	return ExitPass
+}
+
+// GradersNotRun counts the graders (and whole cases) reported as
+// eval.CouldNotRun.
+func (r *Report) GradersNotRun() int {
+	n := 0
+	for _, x := range r.Results {
+		for _, a := range x.Result.Assertions {
+			if a.Verdict == eval.CouldNotRun {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Cases lists the cases of files in evaluation order.
@@ -196,5 +213,11 @@ func (rn *Runner) one(ctx context.Context, c CaseRef, now func() time.Time) (res
 	}
 	res.Run = run
 	res.Result = eval.Evaluate(ctx, c.Case, run.Trajectory, rn.Options)
+	if run.Failure != nil {
+		// What the run did is graded and kept, but a run that crashed is
+		// an error with its cause, not an ordinary failure.
+		res.Err = fmt.Errorf("case %s: the agent run failed: %w", c.Case.ID, run.Failure)
+		res.Result.Verdict = VerdictError
+	}
 	return res
 }

@@ -69,6 +69,13 @@ type Run struct {
 	// Source says where the run came from (a file name, a command, a DSN)
 	// for messages.
 	Source string
+	// Failure, when set, is why the agent run ended early (out of turns,
+	// a model error, a panic): the case is reported as an error with this
+	// cause, though what the run did is still graded and kept.
+	Failure error
+	// Warning, when set, is a problem with how the run was obtained that
+	// did not stop grading (a command that printed plain text, no trace).
+	Warning string
 }
 
 // RunFromRecords builds a Run from one trace's records: the trajectory by

@@ -34,8 +34,20 @@ What is graded is chosen with exactly one of:
 Recorded runs are paired with cases by name (run name or tag case:<id> equal to
 the case id), else one run is graded against every case, else by position.
 
+A grader with a problem (an unknown key, an invalid mode, an unknown type) does
+not stop the others: it is reported for its own case as could not run, with the
+file:line:column and a suggestion, and its case does not pass. --strict refuses
+such a file instead. --compat agentv loads what AgentV 4.42.4 loads (unknown keys
+ignored, invalid graders dropped, unknown types scored 0), with a warning each.
+
+Code graders (code-grader) run their command with AgentV's JSON payload on
+standard input, in the eval file's directory (or cwd:), and print a JSON result
+{"score", "assertions"}; --grader-timeout bounds each run. Graders that need a
+language model (llm-grader, rubrics) are skipped and listed with the reason.
+
 Exit status: 0 every case passed, 1 a case failed, 2 the evaluation could not
-run (a bad file, a target that failed).`,
+run (a bad file, a target that failed, a grader that could not run, no case
+graded at all).`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return &exitError{code: evalrun.ExitNotGraded, err: errors.New("no eval file given: loupe eval FILE… [--command CMD | --transcript F | --trace F | --from-store | --script F]")}
@@ -61,7 +73,7 @@ run (a bad file, a target that failed).`,
 			case code == evalrun.ExitFail:
 				return &exitError{code: code, err: errors.New("evaluation failed: a case scored below the threshold")}
 			case code != 0:
-				return &exitError{code: code, err: errors.New("evaluation incomplete: a case could not be run")}
+				return &exitError{code: code, err: errors.New("evaluation incomplete: a case or grader could not be run, or no case was graded")}
 			}
 			return nil
 		},
@@ -73,6 +85,7 @@ run (a bad file, a target that failed).`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Command, "command", "", "shell command run per case, printing an AgentV trace")
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "time limit of one run of --command or --script")
+	f.DurationVar(&cfg.GraderTimeout, "grader-timeout", time.Minute, "time limit of one run of a code-grader command")
 	f.StringSliceVar(&cfg.Transcripts, "transcript", nil, "AgentV transcript JSONL file(s) to grade")
 	f.StringSliceVar(&cfg.Traces, "trace", nil, "trace file(s) to grade, any format loupe reads")
 	f.StringVar(&cfg.TraceFormat, "trace-format", "auto", "format of the --trace files: auto, loupe, agentv, agentv-results, omni, otel-jsonl (formerly fragola), otlp")
@@ -84,6 +97,7 @@ run (a bad file, a target that failed).`,
 	f.IntVar(&cfg.Selection.Limit, "limit", 0, "with --from-store: only the newest N traces (0: all)")
 	f.Float64Var(&cfg.Threshold, "threshold", 0, "pass mark of a case score in (0,1] (default 0.8)")
 	f.StringVar(&cfg.Compat, "compat", "", "scoring semantics: agentv (AgentV 4.42.4) or loupe (default)")
+	f.BoolVar(&cfg.Strict, "strict", false, "refuse an eval file with any problem (unknown key, invalid grader) instead of reporting that grader as could not run")
 	f.IntVar(&cfg.Workers, "workers", 1, "cases run and graded at once")
 	f.BoolVar(&cfg.Progress, "progress", false, "show a progress bar on standard error even when it is not a terminal")
 	f.StringVar(&cfg.Out, "out", "", "write AgentV-compatible result rows (JSONL) to this file (- for stdout)")

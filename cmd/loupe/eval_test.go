@@ -50,7 +50,7 @@ func TestEvalCommand(t *testing.T) {
 		{"transcript of a real file", []string{"eval", "--no-store", realAgentV + "tool-trajectory-demo.v2.yaml",
 			"--transcript", "eval/testdata/real-runs/tool-trajectory-demo.jsonl"}, 1, []string{"4 passed, 1 failed"}},
 		{"real suite that needs judges", []string{"eval", "--no-store", realAgentV + "trace-evaluation.suite.yaml",
-			"--command", "cat " + staticTrace}, 0, []string{"5 skipped"}},
+			"--command", "cat " + staticTrace}, 2, []string{"5 failed", "could not run: grader command bun run"}},
 		{"script, stored", []string{"eval", staticEval, "--script", "evalrun/testdata/scripts", "--workers", "2",
 			"--out", filepath.Join(tmp, "r.jsonl"), "--junit", filepath.Join(tmp, "r.xml")}, 0,
 			[]string{"4 passed", "results stored as trace"}},
