@@ -26,9 +26,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -149,18 +151,20 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	if err != nil {
 		return agent.Response{}, err
 	}
+	var attempts atomic.Int32
+	opts := append(m.opts[:len(m.opts):len(m.opts)], countAttempts(&attempts))
 	var msg *anthropic.Message
 	if m.stream {
-		msg, err = m.generateStream(ctx, params, req.OnDelta)
+		msg, err = m.generateStream(ctx, params, req.OnDelta, opts)
 	} else {
-		msg, err = m.client.Messages.New(ctx, params, m.opts...)
+		msg, err = m.client.Messages.New(ctx, params, opts...)
 	}
 	var resp agent.Response
 	if msg != nil {
 		resp = m.response(msg)
 	}
 	if err != nil {
-		return resp, m.wrap(ctx, err)
+		return resp, retried(m.wrap(ctx, err), int(attempts.Load()))
 	}
 	if resp.FinishReason == string(anthropic.StopReasonRefusal) {
 		return resp, &RefusalError{Model: m.name, Content: resp.Content}
@@ -276,8 +280,8 @@ func inputSchema(raw json.RawMessage) (anthropic.ToolInputSchemaParam, error) {
 // generateStream streams the answer, passing text and thinking deltas to
 // onDelta, and returns the message the SDK's accumulator assembled (what
 // arrived, if the stream failed part way).
-func (m *Model) generateStream(ctx context.Context, p anthropic.MessageNewParams, onDelta func(kind, chunk string)) (*anthropic.Message, error) {
-	s := m.client.Messages.NewStreaming(ctx, p, m.opts...)
+func (m *Model) generateStream(ctx context.Context, p anthropic.MessageNewParams, onDelta func(kind, chunk string), opts []option.RequestOption) (*anthropic.Message, error) {
+	s := m.client.Messages.NewStreaming(ctx, p, opts...)
 	defer s.Close()
 	var msg anthropic.Message
 	for s.Next() {
@@ -454,3 +458,30 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 func (e *apiError) Unwrap() error { return e.err }
+
+// countAttempts is a per-call middleware counting the HTTP attempts the
+// SDK makes, its own retries included.
+func countAttempts(n *atomic.Int32) option.RequestOption {
+	return option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		n.Add(1)
+		return next(r)
+	})
+}
+
+// retried says in err how many attempts the SDK made when it retried, so
+// the model.call record shows the retries behind a failure.
+func retried(err error, attempts int) error {
+	if attempts <= 1 {
+		return err
+	}
+	return &retryError{attempts: attempts, err: err}
+}
+
+// retryError is a call's error after the SDK retried it.
+type retryError struct {
+	attempts int
+	err      error
+}
+
+func (e *retryError) Error() string { return fmt.Sprintf("%v (after %d attempts)", e.err, e.attempts) }
+func (e *retryError) Unwrap() error { return e.err }

@@ -71,6 +71,7 @@ func newServer(t *testing.T, replies ...reply) *server {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After-Ms", "1") // keep the SDK's retries quick
 		if rep.status != 0 {
 			w.WriteHeader(rep.status)
 		}
@@ -389,5 +390,16 @@ func TestNewErrors(t *testing.T) {
 	}
 	if _, err := anthropic.New(""); err == nil {
 		t.Error("empty model name accepted")
+	}
+}
+
+// The SDK's own retries show in the error recorded for the call.
+func TestRetriesInError(t *testing.T) {
+	busy := reply{status: 529, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}
+	s := newServer(t, busy, busy)
+	m := newModel(t, s, anthropic.WithRequestOptions(option.WithMaxRetries(1)))
+	_, err := m.Generate(context.Background(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}}})
+	if err == nil || !strings.Contains(err.Error(), "(after 2 attempts)") || !strings.Contains(err.Error(), "overloaded_error") {
+		t.Errorf("err %v, want overloaded_error after 2 attempts", err)
 	}
 }

@@ -23,9 +23,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/price"
@@ -131,14 +133,16 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	if err != nil {
 		return agent.Response{}, err
 	}
+	var attempts atomic.Int32
+	opts := append(m.opts[:len(m.opts):len(m.opts)], countAttempts(&attempts))
 	var resp agent.Response
 	if m.stream {
-		resp, err = m.generateStream(ctx, params, req.OnDelta)
+		resp, err = m.generateStream(ctx, params, req.OnDelta, opts)
 	} else {
-		resp, err = m.generateOnce(ctx, params)
+		resp, err = m.generateOnce(ctx, params, opts)
 	}
 	if err != nil {
-		return resp, m.wrap(ctx, err)
+		return resp, retried(m.wrap(ctx, err), int(attempts.Load()))
 	}
 	return resp, m.check(resp)
 }
@@ -197,8 +201,8 @@ func (m *Model) request(req agent.Request) (oai.ChatCompletionNewParams, error) 
 	return p, nil
 }
 
-func (m *Model) generateOnce(ctx context.Context, p oai.ChatCompletionNewParams) (agent.Response, error) {
-	c, err := m.client.Chat.Completions.New(ctx, p, m.opts...)
+func (m *Model) generateOnce(ctx context.Context, p oai.ChatCompletionNewParams, opts []option.RequestOption) (agent.Response, error) {
+	c, err := m.client.Chat.Completions.New(ctx, p, opts...)
 	if err != nil {
 		return agent.Response{}, err
 	}
@@ -225,9 +229,9 @@ type partial struct {
 	args     strings.Builder
 }
 
-func (m *Model) generateStream(ctx context.Context, p oai.ChatCompletionNewParams, onDelta func(kind, chunk string)) (agent.Response, error) {
+func (m *Model) generateStream(ctx context.Context, p oai.ChatCompletionNewParams, onDelta func(kind, chunk string), opts []option.RequestOption) (agent.Response, error) {
 	p.StreamOptions.IncludeUsage = oai.Bool(true) // usage arrives in a last chunk without choices
-	s := m.client.Chat.Completions.NewStreaming(ctx, p, m.opts...)
+	s := m.client.Chat.Completions.NewStreaming(ctx, p, opts...)
 	defer s.Close()
 	var (
 		resp              agent.Response
@@ -292,6 +296,11 @@ func (m *Model) generateStream(ctx context.Context, p oai.ChatCompletionNewParam
 	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
 	for _, i := range idx {
 		pc := calls[i]
+		if pc.id == "" {
+			// Some compatible servers send no id; the tool results
+			// must still name the call they answer.
+			pc.id = fmt.Sprintf("call_%d", i)
+		}
 		resp.ToolCalls = append(resp.ToolCalls, agent.ToolCall{ID: pc.id, Name: pc.name, Input: json.RawMessage(pc.args.String())})
 	}
 	if err := s.Err(); err != nil {
@@ -443,3 +452,30 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 func (e *apiError) Unwrap() error { return e.err }
+
+// countAttempts is a per-call middleware counting the HTTP attempts the
+// SDK makes, its own retries included.
+func countAttempts(n *atomic.Int32) option.RequestOption {
+	return option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		n.Add(1)
+		return next(r)
+	})
+}
+
+// retried says in err how many attempts the SDK made when it retried, so
+// the model.call record shows the retries behind a failure.
+func retried(err error, attempts int) error {
+	if attempts <= 1 {
+		return err
+	}
+	return &retryError{attempts: attempts, err: err}
+}
+
+// retryError is a call's error after the SDK retried it.
+type retryError struct {
+	attempts int
+	err      error
+}
+
+func (e *retryError) Error() string { return fmt.Sprintf("%v (after %d attempts)", e.err, e.attempts) }
+func (e *retryError) Unwrap() error { return e.err }

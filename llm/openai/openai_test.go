@@ -70,6 +70,7 @@ func newServer(t *testing.T, replies ...reply) *server {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After-Ms", "1") // keep the SDK's retries quick
 		if rep.status != 0 {
 			w.WriteHeader(rep.status)
 		}
@@ -457,5 +458,16 @@ func TestNewErrors(t *testing.T) {
 	t.Setenv(price.EnvFile, "/nonexistent/prices.json")
 	if _, err := openai.New("gpt-4o"); err == nil || !strings.Contains(err.Error(), price.EnvFile) {
 		t.Errorf("bad price file: %v", err)
+	}
+}
+
+// The SDK's own retries show in the error recorded for the call.
+func TestRetriesInError(t *testing.T) {
+	busy := reply{status: 503, body: `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error","param":null,"code":null}}`}
+	s := newServer(t, busy, busy)
+	m := newModel(t, s, openai.WithRequestOptions(option.WithMaxRetries(1)))
+	_, err := m.Generate(context.Background(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}}})
+	if err == nil || !strings.Contains(err.Error(), "(after 2 attempts)") || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Errorf("err %v, want an HTTP 503 after 2 attempts", err)
 	}
 }
