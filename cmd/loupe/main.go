@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		newTracesCmd(),
 		newServeCmd(),
 		newKeysCmd(),
+		newPricesCmd(),
 	)
 	return root
 }
