@@ -34,13 +34,35 @@ func dbDSN(cmd *cobra.Command) string {
 	return store.DefaultPath()
 }
 
-// withStore opens the store, runs fn and closes the store.
+// withStore opens the store for writing (creating it if needed), runs fn
+// and closes the store.
 func withStore(cmd *cobra.Command, fn func(ctx context.Context, st store.Store) error) error {
+	return useStore(cmd, false, fn)
+}
+
+// readStore is withStore for commands that only read: the store is opened
+// read-only, so a store the user may only read works and a missing one is
+// reported instead of created.
+func readStore(cmd *cobra.Command, fn func(ctx context.Context, st store.Store) error) error {
+	return useStore(cmd, true, fn)
+}
+
+func useStore(cmd *cobra.Command, readOnly bool, fn func(ctx context.Context, st store.Store) error) error {
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	st, err := store.Open(ctx, dbDSN(cmd))
+	dsn := dbDSN(cmd)
+	var st store.Store
+	var err error
+	if readOnly {
+		st, err = store.OpenReadOnly(ctx, dsn)
+		if errors.Is(err, store.ErrNoStore) {
+			return fmt.Errorf("no store exists at %s; make one with \"loupe traces import FILE\" or \"loupe demo\", or point --db (or LOUPE_DB) at an existing store", store.Redact(dsn))
+		}
+	} else {
+		st, err = store.Open(ctx, dsn)
+	}
 	if err != nil {
 		return err
 	}
@@ -118,7 +140,7 @@ func newTracesLsCmd() *cobra.Command {
 			if cursor == "" {
 				q.Offset = (page - 1) * max(limit, 0)
 			}
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				res, err := st.List(ctx, q)
 				if err != nil {
 					return err
@@ -159,7 +181,7 @@ func newTracesShowCmd() *cobra.Command {
 		Long:  "Show one trace. ID may be a unique prefix of the trace id (at least 4 hex digits).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				id, err := tracesview.Resolve(ctx, st, args[0])
 				if err != nil {
 					return err
@@ -215,7 +237,7 @@ the match in [brackets].`,
 				return err
 			}
 			q.Limit, q.Cursor = limit, cursor
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				res, err := st.Search(ctx, q)
 				if err != nil {
 					return err
@@ -329,7 +351,7 @@ func newTracesExportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				for _, a := range args {
 					id, err := tracesview.Resolve(ctx, st, a)
 					if err != nil {

@@ -333,7 +333,7 @@ func (db *DB) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error)
 		return nil, fmt.Errorf("trace %s: %w in %s", id, store.ErrNotFound, db.Name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("trace %s: %w", id, err)
+		return nil, fmt.Errorf("trace %s in %s: %w", id, db.Name, err)
 	}
 	sums := []store.Summary{sum}
 	if err := db.fillFacets(ctx, sums); err != nil {
@@ -355,7 +355,7 @@ func (db *DB) records(ctx context.Context, id trace.TraceID) iter.Seq2[trace.Rec
 		b := db.D.NewBuilder()
 		rows, err := db.SQL.QueryContext(ctx, "SELECT seq, doc FROM records WHERE trace_id = "+b.Arg(id[:])+" ORDER BY seq", b.Args...)
 		if err != nil {
-			yield(trace.Record{}, fmt.Errorf("read trace %s: %w", id, err))
+			yield(trace.Record{}, fmt.Errorf("read trace %s from %s: %w", id, db.Name, err))
 			return
 		}
 		defer rows.Close()
