@@ -762,9 +762,53 @@ func Export(ctx context.Context, w io.Writer, st store.Store, f store.Filter) (i
 	return n, readErr
 }
 
-// PruneReport writes what Prune removed.
-func PruneReport(w io.Writer, r store.PruneResult) error {
-	_, err := fmt.Fprintf(w, "removed %d traces (%d records)\n", len(r.Traces), r.Records)
+// PrunePreview returns what st.Prune(ctx, p) would remove now, without
+// removing anything: the traces that started before p.Now-p.OlderThan or
+// are not among the p.KeepNewest newest, oldest first, and their record
+// count. It reads the whole trace list, page by page.
+func PrunePreview(ctx context.Context, st store.Store, p store.PrunePolicy) (store.PruneResult, error) {
+	var res store.PruneResult
+	if p.OlderThan < 0 || p.KeepNewest < 0 {
+		return res, fmt.Errorf("prune: OlderThan and KeepNewest must not be negative")
+	}
+	if p.OlderThan == 0 && p.KeepNewest == 0 {
+		return res, nil
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	cutoff := now.Add(-p.OlderThan)
+	q := store.ListQuery{Limit: 1000}
+	for i := 0; ; {
+		page, err := st.List(ctx, q)
+		if err != nil {
+			return res, err
+		}
+		for _, s := range page.Traces { // newest first
+			if (p.OlderThan > 0 && s.Started.Before(cutoff)) || (p.KeepNewest > 0 && i >= p.KeepNewest) {
+				res.Traces = append(res.Traces, s.ID)
+				res.Records += s.Records
+			}
+			i++
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	slices.Reverse(res.Traces)
+	return res, nil
+}
+
+// PruneReport writes what Prune removed, or with dryRun what it would
+// remove.
+func PruneReport(w io.Writer, r store.PruneResult, dryRun bool) error {
+	verb := "removed"
+	if dryRun {
+		verb = "would remove (dry run, nothing removed)"
+	}
+	_, err := fmt.Fprintf(w, "%s %d traces (%d records)\n", verb, len(r.Traces), r.Records)
 	for _, id := range r.Traces {
 		if err == nil {
 			_, err = fmt.Fprintln(w, "  "+id.String())

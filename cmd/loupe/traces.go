@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -302,22 +303,60 @@ func newTracesRmCmd() *cobra.Command {
 	return cmd
 }
 
+// durationValue is a flag taking store.ParseDuration's syntax (90m, 24h,
+// 7d), the same as --since.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return ""
+	}
+	if *v.d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(*v.d/(24*time.Hour)), 10) + "d"
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := store.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (durationValue) Type() string { return "duration" }
+
 func newTracesPruneCmd() *cobra.Command {
 	var (
 		p      store.PrunePolicy
+		dryRun bool
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "prune (--older-than D | --keep N)",
+		Use:   "prune (--older-than D | --keep N) [--dry-run]",
 		Short: "Delete old traces by age or count",
-		Args:  cobra.NoArgs,
+		Long: `Delete traces by age (--older-than) or count (--keep), or both (a trace
+either selects is deleted). A trace's age is the time since its run STARTED,
+as recorded in the trace, not since it was imported: importing old traces
+and then pruning with --older-than deletes them. Use --dry-run first to see
+which traces would go.`,
+		Example: "  loupe traces prune --older-than 30d --dry-run\n  loupe traces prune --older-than 720h --keep 1000",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if p.OlderThan <= 0 && p.KeepNewest <= 0 {
-				return errors.New("say what to prune: --older-than 720h and/or --keep 1000")
+				return errors.New("say what to prune: --older-than 30d and/or --keep 1000")
 			}
 			p.Now = nowFunc()
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
-				res, err := st.Prune(ctx, p)
+			run := func(ctx context.Context, st store.Store) error {
+				var res store.PruneResult
+				var err error
+				if dryRun {
+					res, err = tracesview.PrunePreview(ctx, st, p)
+				} else {
+					res, err = st.Prune(ctx, p)
+				}
 				if err != nil {
 					return err
 				}
@@ -325,14 +364,22 @@ func newTracesPruneCmd() *cobra.Command {
 					if res.Traces == nil {
 						res.Traces = []trace.TraceID{}
 					}
-					return tracesview.WriteJSON(cmd.OutOrStdout(), res)
+					return tracesview.WriteJSON(cmd.OutOrStdout(), struct {
+						store.PruneResult
+						DryRun bool `json:"dry_run,omitempty"`
+					}{res, dryRun})
 				}
-				return tracesview.PruneReport(cmd.OutOrStdout(), res)
-			})
+				return tracesview.PruneReport(cmd.OutOrStdout(), res, dryRun)
+			}
+			if dryRun {
+				return readStore(cmd, run)
+			}
+			return withStore(cmd, run)
 		},
 	}
-	cmd.Flags().DurationVar(&p.OlderThan, "older-than", 0, "delete traces that started longer ago than this")
-	cmd.Flags().IntVar(&p.KeepNewest, "keep", 0, "keep only this many newest traces")
+	cmd.Flags().Var(durationValue{&p.OlderThan}, "older-than", "delete traces whose run started longer ago than this (90m, 24h, 7d; same forms as --since)")
+	cmd.Flags().IntVar(&p.KeepNewest, "keep", 0, "keep only this many newest traces (by start time)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
