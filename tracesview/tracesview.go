@@ -20,6 +20,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -455,20 +456,43 @@ const maxStoreRefusals = 20
 // errors. Err is set when a record was refused or the file could not be
 // read to its end.
 func Import(ctx context.Context, st store.Store, path string, f traceio.Format) ImportResult {
-	res := ImportResult{File: path, Format: f}
+	file, err := os.Open(path)
+	if err != nil {
+		res := ImportResult{File: path, Format: f}
+		res.Err, res.Error = err, err.Error()
+		return res
+	}
+	defer file.Close()
+	return ImportReader(ctx, st, path, file, f)
+}
+
+// detectPeek is how much of an input ImportReader looks at to tell its
+// format (traceio.Detect needs no more).
+const detectPeek = 64 << 10
+
+// ImportReader is Import reading from r, named name in messages (for
+// standard input, "-" or "stdin"). It reads r once, front to back: r need
+// not be seekable.
+func ImportReader(ctx context.Context, st store.Store, name string, r io.Reader, f traceio.Format) ImportResult {
+	res := ImportResult{File: name, Format: f}
 	fail := func(err error) ImportResult {
 		res.Err, res.Error = err, err.Error()
 		return res
 	}
-	file, format, err := traceio.OpenFile(path, f)
-	if err != nil {
-		return fail(err)
+	br := bufio.NewReaderSize(r, detectPeek)
+	if f == traceio.FormatAuto || f == "" {
+		head, err := br.Peek(detectPeek)
+		if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+			return fail(&traceio.Error{File: name, Err: err})
+		}
+		if f, err = traceio.Detect(head); err != nil {
+			return fail(&traceio.Error{File: name, Err: err})
+		}
 	}
-	defer file.Close()
-	res.Format = format
-	im := &importer{ctx: ctx, st: st, path: path, res: &res, seen: map[trace.TraceID]map[uint64]seqInfo{}, seed: maphash.MakeSeed()}
+	res.Format = f
+	im := &importer{ctx: ctx, st: st, path: name, res: &res, seen: map[trace.TraceID]map[uint64]seqInfo{}, seed: maphash.MakeSeed()}
 	var readErr error
-	for loc, err := range traceio.ReadLocated(file, path, res.Format) {
+	for loc, err := range traceio.ReadLocated(br, name, res.Format) {
 		if err != nil {
 			readErr = err
 			break
@@ -485,12 +509,58 @@ func Import(ctx context.Context, st store.Store, path string, f traceio.Format) 
 	if res.Refused > 0 {
 		first := res.RefusedRecords[0]
 		refusedErr = fmt.Errorf("%s: the store refused %d of %d records (the others were stored); the first: %s",
-			path, res.Refused, res.Records, im.where(first.Line, first.TraceID, first.Seq)+": "+first.Error)
+			name, res.Refused, res.Records, im.where(first.Line, first.TraceID, first.Seq)+": "+first.Error)
 	}
 	if err := errors.Join(readErr, refusedErr); err != nil {
 		return fail(err)
 	}
 	return res
+}
+
+// ImportInput is one input of ImportFiles: a file, or standard input.
+type ImportInput struct {
+	Name string    // the path, or "-" for standard input
+	R    io.Reader // when non-nil, read instead of opening Name
+}
+
+// ExpandInputs turns command-line arguments into inputs: "-" is stdin
+// (at most once), a folder stands for the regular files directly in it, in
+// name order, leaving out hidden files (names starting with "."), and
+// anything else is a file path, opened when it is imported.
+func ExpandInputs(args []string, stdin io.Reader) ([]ImportInput, error) {
+	var in []ImportInput
+	sawStdin := false
+	for _, a := range args {
+		if a == "-" {
+			if sawStdin {
+				return nil, errors.New(`"-" (standard input) given twice`)
+			}
+			sawStdin = true
+			in = append(in, ImportInput{Name: "-", R: stdin})
+			continue
+		}
+		fi, err := os.Stat(a)
+		if err != nil || !fi.IsDir() {
+			in = append(in, ImportInput{Name: a}) // Import reports a missing file
+			continue
+		}
+		entries, err := os.ReadDir(a)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+				continue
+			}
+			in = append(in, ImportInput{Name: filepath.Join(a, e.Name())})
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%s: folder has no files to import", a)
+		}
+	}
+	return in, nil
 }
 
 // seqInfo is what Import remembers of a (trace, seq) it has read.
@@ -680,10 +750,26 @@ func (im *importer) warn() {
 // happens. A bad file does not stop the others; when any failed, the error
 // wraps ErrSome.
 func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths []string, f traceio.Format, asJSON bool) error {
-	results := make([]ImportResult, 0, len(paths))
+	in := make([]ImportInput, len(paths))
+	for i, p := range paths {
+		in[i] = ImportInput{Name: p}
+	}
+	return ImportInputs(ctx, w, errw, st, in, f, asJSON)
+}
+
+// ImportInputs is ImportFiles for inputs that may include standard input
+// (see ExpandInputs).
+func ImportInputs(ctx context.Context, w, errw io.Writer, st store.Store, inputs []ImportInput, f traceio.Format, asJSON bool) error {
+	results := make([]ImportResult, 0, len(inputs))
 	failed := 0
-	for _, path := range paths {
-		r := Import(ctx, st, path, f)
+	for _, input := range inputs {
+		path := input.Name
+		var r ImportResult
+		if input.R != nil {
+			r = ImportReader(ctx, st, path, input.R, f)
+		} else {
+			r = Import(ctx, st, path, f)
+		}
 		results = append(results, r)
 		for _, rr := range r.RefusedRecords {
 			at := path
@@ -716,7 +802,7 @@ func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths [
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d files failed to import: %w", failed, len(paths), ErrSome)
+		return fmt.Errorf("%d of %d files failed to import: %w", failed, len(inputs), ErrSome)
 	}
 	return nil
 }

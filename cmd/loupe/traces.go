@@ -406,11 +406,18 @@ func newTracesExportCmd() *cobra.Command {
 					}
 					f.IDs = append(f.IDs, id)
 				}
+				var n int
+				var err error
 				if out == "" || out == "-" {
-					_, err := tracesview.Export(ctx, cmd.OutOrStdout(), st, f)
-					return err
+					n, err = tracesview.Export(ctx, cmd.OutOrStdout(), st, f)
+				} else {
+					n, err = tracesview.ExportFile(ctx, out, cmd.ErrOrStderr(), st, f)
 				}
-				_, err := tracesview.ExportFile(ctx, out, cmd.ErrOrStderr(), st, f)
+				if err == nil && n == 0 {
+					// An empty result is not an error (a script may export
+					// whatever matches), but silence looks like a hang or a bug.
+					fmt.Fprintln(cmd.ErrOrStderr(), "loupe: no traces matched; nothing exported (loupe traces ls with the same filters lists what there is)")
+				}
 				return err
 			})
 		},
@@ -426,9 +433,11 @@ func newTracesImportCmd() *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "import FILE...",
+		Use:   "import FILE|FOLDER|-...",
 		Short: "Import trace files (Loupe JSONL, AgentV, omni, Fragola OpenTelemetry)",
-		Long: `Import trace files into the store. --format auto (the default) tells the
+		Long: `Import trace files into the store. "-" reads standard input; a folder
+imports the files directly in it (not its subfolders or hidden files), in
+name order. --format auto (the default) tells the
 format from the content; loupe, agentv, agentv-results, omni, otel-jsonl and otlp pick
 one. Importing a file twice stores its records once. A record the store
 refuses (a time outside 1678-2261, a seq beyond 2^63-1, …) is reported with
@@ -444,8 +453,12 @@ and the command exits non-zero if a record was refused or a file failed.`,
 			if err != nil {
 				return err
 			}
+			inputs, err := tracesview.ExpandInputs(args, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
 			return withStore(cmd, func(ctx context.Context, st store.Store) error {
-				return tracesview.ImportFiles(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), st, args, f, asJSON)
+				return tracesview.ImportInputs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), st, inputs, f, asJSON)
 			})
 		},
 	}
