@@ -480,12 +480,19 @@ func ImportReader(ctx context.Context, st store.Store, name string, r io.Reader,
 		return res
 	}
 	br := bufio.NewReaderSize(r, detectPeek)
+	head, err := br.Peek(detectPeek)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return fail(&traceio.Error{File: name, Err: err})
+	}
+	// what is set when the file is recognizably something other than a
+	// trace; it replaces the parser's error, which says only what byte
+	// was unexpected.
+	what := notATrace(head)
 	if f == traceio.FormatAuto || f == "" {
-		head, err := br.Peek(detectPeek)
-		if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
-			return fail(&traceio.Error{File: name, Err: err})
-		}
 		if f, err = traceio.Detect(head); err != nil {
+			if what != "" {
+				err = errors.New(what)
+			}
 			return fail(&traceio.Error{File: name, Err: err})
 		}
 	}
@@ -510,6 +517,9 @@ func ImportReader(ctx context.Context, st store.Store, name string, r io.Reader,
 		first := res.RefusedRecords[0]
 		refusedErr = fmt.Errorf("%s: the store refused %d of %d records (the others were stored); the first: %s",
 			name, res.Refused, res.Records, im.where(first.Line, first.TraceID, first.Seq)+": "+first.Error)
+	}
+	if readErr != nil && res.Records == 0 && what != "" {
+		readErr = &traceio.Error{File: name, Err: fmt.Errorf("%s (read as %s: %w)", what, res.Format, readErr)}
 	}
 	if err := errors.Join(readErr, refusedErr); err != nil {
 		return fail(err)

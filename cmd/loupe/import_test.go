@@ -73,3 +73,58 @@ func TestExportNothingMatched(t *testing.T) {
 		t.Errorf("export --name static-trace: err %v, stdout %q, stderr %q", err, out, errOut)
 	}
 }
+
+// shared returns the path of rel under ../shared/testdata/real beside the
+// repository (the project's shared inputs), skipping the test when that
+// folder is missing outside CI.
+func shared(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join(testrepo.Root(t), "..", "shared", "testdata", "real", filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI runs with shared/ beside the repository, but %s is missing", p)
+		}
+		t.Skipf("%s is missing (shared/ is not beside this checkout)", p)
+	}
+	return p
+}
+
+// TestImportNotATrace: files that are not traces get a message saying
+// what they look like and which command reads them, with or without
+// --format.
+func TestImportNotATrace(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "loupe.db")
+	for _, tc := range []struct {
+		file func(t *testing.T) string
+		args []string
+		want []string
+	}{
+		{func(t *testing.T) string { return testrepo.Real(t, "agentv/tool-trajectory-demo.v2.yaml") }, nil,
+			[]string{"looks like an AgentV eval file", "loupe eval FILE"}},
+		{func(t *testing.T) string { return testrepo.Real(t, "agentv/trace-evaluation.suite.yaml") }, nil,
+			[]string{"looks like an AgentV eval file (tests, providers)", "loupe eval FILE"}},
+		{func(t *testing.T) string { return testrepo.Real(t, "agentv/expected-messages-demo.v2.yaml") }, []string{"--format", "agentv"},
+			[]string{"looks like an AgentV eval file", "loupe eval FILE", "read as agentv"}},
+		{func(t *testing.T) string { return shared(t, "omni/demo-loop.yaml") }, nil,
+			[]string{"looks like a pipeline definition", "session_*.trace.json"}},
+		{func(t *testing.T) string { return shared(t, "ultrarag/vanilla_rag.yaml") }, nil,
+			[]string{"looks like a pipeline definition"}},
+		{func(t *testing.T) string { return shared(t, "omni/contracts.v1.json") }, nil,
+			[]string{"omni tool-contracts file"}},
+	} {
+		file := tc.file(t)
+		_, errOut, err := run(t, db, append(append([]string{"traces", "import"}, tc.args...), file)...)
+		if err == nil {
+			t.Errorf("import %s succeeded", file)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("import %v %s: stderr lacks %q:\n%s", tc.args, file, w, errOut)
+			}
+		}
+		if strings.Contains(errOut, "pass the format explicitly") {
+			t.Errorf("import %s still suggests passing a format:\n%s", file, errOut)
+		}
+	}
+}
