@@ -230,7 +230,9 @@ func newTracesSearchCmd() *cobra.Command {
 which must all occur in one record's name, error, input, output or thinking,
 and filters in the form key:value (tool:NAME type:TYPE status:REASON since:24h
 model:NAME tag:TAG min_duration:D max_duration:D has:errors). The flags add
-filters. Each hit shows the trace, the record, the field and a snippet with
+filters. model:, tool: and has:errors show the records they name (the calls
+of that model, the records of that tool, the records with an error); with
+type: the types say which records to show and those filters select traces. Each hit shows the trace, the record, the field and a snippet with
 the match in [brackets].`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, err := c.Query(args, nowFunc())
