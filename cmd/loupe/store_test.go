@@ -59,7 +59,7 @@ func TestDBUnknownSchemeAndMissingStore(t *testing.T) {
 		{"mysql://u@h/db", []string{"traces", "ls"}, []string{`unknown scheme "mysql"`, "SQLite file path", "postgres://"}},
 		{"mysql://u@h/db", []string{"traces", "import", static}, []string{`unknown scheme "mysql"`}},
 		{"sqlite://traces.db", []string{"traces", "import", static}, []string{`unknown scheme "sqlite"`, "--db ./traces.db"}},
-		{"nostore/loupe.db", []string{"traces", "ls"}, []string{"no store exists at nostore/loupe.db", "loupe traces import FILE", "loupe demo"}},
+		{"nostore/loupe.db", []string{"traces", "ls"}, []string{"no store exists at nostore/loupe.db", "--db nostore/loupe.db traces import FILE", "--db nostore/loupe.db demo"}},
 		{"nostore/loupe.db", []string{"traces", "show", "abcd"}, []string{"no store exists at nostore/loupe.db"}},
 		{"nostore/loupe.db", []string{"traces", "search", "x"}, []string{"no store exists at nostore/loupe.db"}},
 		{"nostore/loupe.db", []string{"traces", "export"}, []string{"no store exists at nostore/loupe.db"}},

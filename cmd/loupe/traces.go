@@ -59,7 +59,8 @@ func useStore(cmd *cobra.Command, readOnly bool, fn func(ctx context.Context, st
 	if readOnly {
 		st, err = store.OpenReadOnly(ctx, dsn)
 		if errors.Is(err, store.ErrNoStore) {
-			return fmt.Errorf("no store exists at %s; make one with \"loupe traces import FILE\" or \"loupe demo\", or point --db (or LOUPE_DB) at an existing store", store.Redact(dsn))
+			return fmt.Errorf("no store exists at %s; make one with %q or %q, or point --db (or LOUPE_DB) at an existing store",
+				store.Redact(dsn), suggest(cmd, "traces", "import", "FILE"), suggest(cmd, "demo"))
 		}
 	} else {
 		st, err = store.Open(ctx, dsn)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -53,6 +55,32 @@ func TestFormatVersion(t *testing.T) {
 	} {
 		if got := formatVersion(tc.bi, tc.ldVer, tc.ldDate); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSelfCommand(t *testing.T) {
+	dir := t.TempDir()
+	onPath := dir + "/loupe"
+	if err := os.WriteFile(onPath, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	found := func(string) (string, error) { return onPath, nil }
+	missing := func(string) (string, error) { return "", exec.ErrNotFound }
+	for _, tc := range []struct {
+		arg0 string
+		look func(string) (string, error)
+		want string
+	}{
+		{"/tmp/go-build123/b001/exe/loupe", found, "go run ./cmd/loupe"},
+		{"loupe", found, "loupe"},
+		{onPath, found, "loupe"},
+		{"./bin/loupe", found, "./bin/loupe"}, // another loupe is on PATH
+		{"./bin/loupe", missing, "./bin/loupe"},
+		{"/opt/my tools/loupe", missing, "'/opt/my tools/loupe'"},
+	} {
+		if got := selfCommandFor(tc.arg0, tc.look); got != tc.want {
+			t.Errorf("selfCommandFor(%q) = %q, want %q", tc.arg0, got, tc.want)
 		}
 	}
 }
