@@ -27,6 +27,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/loupe-dev/loupe/export/console"
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/store"
@@ -527,6 +529,38 @@ func ImportReader(ctx context.Context, st store.Store, name string, r io.Reader,
 	return res
 }
 
+// ProgressMinSize is the smallest file ImportInputs shows a progress bar
+// for: smaller ones import in well under a second.
+const ProgressMinSize = 4 << 20
+
+// importWithProgress is Import with a progress bar of the bytes read on
+// progress, for files of at least ProgressMinSize.
+func importWithProgress(ctx context.Context, st store.Store, path string, f traceio.Format, progress io.Writer) ImportResult {
+	if progress == nil {
+		return Import(ctx, st, path, f)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return Import(ctx, st, path, f) // reports the error as Import does
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() < ProgressMinSize {
+		return ImportReader(ctx, st, path, file, f)
+	}
+	bar := progressbar.NewOptions64(fi.Size(),
+		progressbar.OptionSetWriter(progress),
+		progressbar.OptionSetDescription("importing "+filepath.Base(path)),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
+	res := ImportReader(ctx, st, path, io.TeeReader(file, bar), f)
+	bar.Finish()
+	return res
+}
+
 // ImportInput is one input of ImportFiles: a file, or standard input.
 type ImportInput struct {
 	Name string    // the path, or "-" for standard input
@@ -764,12 +798,14 @@ func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths [
 	for i, p := range paths {
 		in[i] = ImportInput{Name: p}
 	}
-	return ImportInputs(ctx, w, errw, st, in, f, asJSON)
+	return ImportInputs(ctx, w, errw, nil, st, in, f, asJSON)
 }
 
 // ImportInputs is ImportFiles for inputs that may include standard input
-// (see ExpandInputs).
-func ImportInputs(ctx context.Context, w, errw io.Writer, st store.Store, inputs []ImportInput, f traceio.Format, asJSON bool) error {
+// (see ExpandInputs). When progress is not nil, each file of at least
+// ProgressMinSize gets a progress bar of the bytes read on progress
+// (meant for a terminal; cleared when the file is done).
+func ImportInputs(ctx context.Context, w, errw, progress io.Writer, st store.Store, inputs []ImportInput, f traceio.Format, asJSON bool) error {
 	results := make([]ImportResult, 0, len(inputs))
 	failed := 0
 	for _, input := range inputs {
@@ -778,7 +814,7 @@ func ImportInputs(ctx context.Context, w, errw io.Writer, st store.Store, inputs
 		if input.R != nil {
 			r = ImportReader(ctx, st, path, input.R, f)
 		} else {
-			r = Import(ctx, st, path, f)
+			r = importWithProgress(ctx, st, path, f, progress)
 		}
 		results = append(results, r)
 		for _, rr := range r.RefusedRecords {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/store"
@@ -461,7 +463,13 @@ and the command exits non-zero if a record was refused or a file failed.`,
 				return err
 			}
 			return withStore(cmd, func(ctx context.Context, st store.Store) error {
-				return tracesview.ImportInputs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), st, inputs, f, asJSON)
+				// A progress bar only where a person watches: stderr is
+				// the process's own and a terminal.
+				var progress io.Writer
+				if errw := cmd.ErrOrStderr(); errw == os.Stderr && term.IsTerminal(int(os.Stderr.Fd())) {
+					progress = errw
+				}
+				return tracesview.ImportInputs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), progress, st, inputs, f, asJSON)
 			})
 		},
 	}
