@@ -114,6 +114,7 @@ func TestReadOnlyStore(t *testing.T) {
 			spec, _ := json.Marshal(append([]string{"--db", db}, args...))
 			cmd := exec.Command(runuser, "-u", "nobody", "--", bin, "-test.run=^TestLoupeChild$")
 			cmd.Env = append(os.Environ(), "LOUPE_CHILD_ARGS="+string(spec))
+			cmd.Dir = base // the checkout may be in a folder nobody cannot enter
 			var out, errOut strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &errOut
 			err := cmd.Run()
