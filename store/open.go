@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,9 +16,14 @@ import (
 type Opener func(ctx context.Context, dsn string) (Store, error)
 
 var (
-	regMu    sync.RWMutex
-	backends = map[string]Opener{}
+	regMu      sync.RWMutex
+	backends   = map[string]Opener{}
+	roBackends = map[string]Opener{}
 )
+
+// ErrNoStore is wrapped by the error OpenReadOnly returns when no store
+// exists at the path it was given; OpenReadOnly creates nothing.
+var ErrNoStore = errors.New("no store exists there")
 
 // Register makes a backend available to Open under name ("sqlite",
 // "postgres"). Backends call it from init; registering a name twice panics.
@@ -28,6 +34,20 @@ func Register(name string, open Opener) {
 		panic("store: backend " + name + " registered twice")
 	}
 	backends[name] = open
+}
+
+// RegisterReadOnly makes OpenReadOnly use open for backend name. open
+// must not create or change anything, and must fail with an error wrapping
+// ErrNoStore when the store does not exist. A backend that registers none
+// is opened by OpenReadOnly with its Register opener. Registering a name
+// twice panics.
+func RegisterReadOnly(name string, open Opener) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := roBackends[name]; dup {
+		panic("store: read-only backend " + name + " registered twice")
+	}
+	roBackends[name] = open
 }
 
 // Backends returns the registered backend names, sorted.
@@ -53,17 +73,54 @@ func BackendFor(dsn string) string {
 	return "sqlite"
 }
 
+// CheckDSN reports whether dsn names a store Open understands: a
+// postgres:// or postgresql:// URL, or a SQLite file path (optionally with a
+// file: prefix). Any other URL scheme (mysql://, sqlite://, http://) is an
+// error that lists the supported forms, so that no file or folder is
+// created under a name like "mysql:".
+func CheckDSN(dsn string) error {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok || BackendFor(dsn) == "postgres" {
+		return nil
+	}
+	hint := ""
+	if strings.EqualFold(scheme, "sqlite") || strings.EqualFold(scheme, "sqlite3") || strings.EqualFold(scheme, "file") {
+		hint = "; for SQLite pass the file path itself, e.g. --db ./traces.db or --db file:./traces.db"
+	}
+	return fmt.Errorf("store %s: unknown scheme %q: supported are a SQLite file path (optionally file:PATH) and postgres:// or postgresql:// URLs%s",
+		Redact(dsn), scheme, hint)
+}
+
 // Open opens the store named by dsnOrPath with the backend BackendFor
 // chooses, creating and migrating it as needed. An empty dsnOrPath means
-// DefaultPath(). The backend must have been registered, usually by
-// importing github.com/loupe-dev/loupe/store/backends.
+// DefaultPath(). A DSN with a scheme CheckDSN refuses is an error. The
+// backend must have been registered, usually by importing
+// github.com/loupe-dev/loupe/store/backends.
 func Open(ctx context.Context, dsnOrPath string) (Store, error) {
+	return open(ctx, dsnOrPath, false)
+}
+
+// OpenReadOnly opens an existing store for reading: it creates no file,
+// folder or schema, and works on a store the caller may only read. When
+// nothing exists at the path the error wraps ErrNoStore. Writes to the
+// returned store fail with an error naming it.
+func OpenReadOnly(ctx context.Context, dsnOrPath string) (Store, error) {
+	return open(ctx, dsnOrPath, true)
+}
+
+func open(ctx context.Context, dsnOrPath string, readOnly bool) (Store, error) {
 	if dsnOrPath == "" {
 		dsnOrPath = DefaultPath()
+	}
+	if err := CheckDSN(dsnOrPath); err != nil {
+		return nil, err
 	}
 	name := BackendFor(dsnOrPath)
 	regMu.RLock()
 	open := backends[name]
+	if ro := roBackends[name]; readOnly && ro != nil {
+		open = ro
+	}
 	regMu.RUnlock()
 	if open == nil {
 		return nil, fmt.Errorf("store %s: this program was built without the %s backend (import github.com/loupe-dev/loupe/store/backends)", Redact(dsnOrPath), name)

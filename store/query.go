@@ -159,6 +159,11 @@ func parseWhen(v string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("want a duration before now (24h, 7d) or a time (2006-01-02 or RFC 3339)")
 }
 
+// ParseDuration parses a duration as the query filters and the CLI's
+// --since, --older-than and similar flags take it: a Go duration (90m,
+// 24h) or a whole number of days (7d). Negative durations are an error.
+func ParseDuration(v string) (time.Duration, error) { return parseDuration(v) }
+
 // parseDuration parses a Go duration, or a whole number of days ("7d").
 // Negative durations are rejected.
 func parseDuration(v string) (time.Duration, error) {

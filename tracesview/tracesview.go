@@ -20,11 +20,14 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/loupe-dev/loupe/export/console"
 	"github.com/loupe-dev/loupe/otlp"
@@ -455,20 +458,50 @@ const maxStoreRefusals = 20
 // errors. Err is set when a record was refused or the file could not be
 // read to its end.
 func Import(ctx context.Context, st store.Store, path string, f traceio.Format) ImportResult {
-	res := ImportResult{File: path, Format: f}
+	file, err := os.Open(path)
+	if err != nil {
+		res := ImportResult{File: path, Format: f}
+		res.Err, res.Error = err, err.Error()
+		return res
+	}
+	defer file.Close()
+	return ImportReader(ctx, st, path, file, f)
+}
+
+// detectPeek is how much of an input ImportReader looks at to tell its
+// format (traceio.Detect needs no more).
+const detectPeek = 64 << 10
+
+// ImportReader is Import reading from r, named name in messages (for
+// standard input, "-" or "stdin"). It reads r once, front to back: r need
+// not be seekable.
+func ImportReader(ctx context.Context, st store.Store, name string, r io.Reader, f traceio.Format) ImportResult {
+	res := ImportResult{File: name, Format: f}
 	fail := func(err error) ImportResult {
 		res.Err, res.Error = err, err.Error()
 		return res
 	}
-	file, format, err := traceio.OpenFile(path, f)
-	if err != nil {
-		return fail(err)
+	br := bufio.NewReaderSize(r, detectPeek)
+	head, err := br.Peek(detectPeek)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return fail(&traceio.Error{File: name, Err: err})
 	}
-	defer file.Close()
-	res.Format = format
-	im := &importer{ctx: ctx, st: st, path: path, res: &res, seen: map[trace.TraceID]map[uint64]seqInfo{}, seed: maphash.MakeSeed()}
+	// what is set when the file is recognizably something other than a
+	// trace; it replaces the parser's error, which says only what byte
+	// was unexpected.
+	what := notATrace(head)
+	if f == traceio.FormatAuto || f == "" {
+		if f, err = traceio.Detect(head); err != nil {
+			if what != "" {
+				err = errors.New(what)
+			}
+			return fail(&traceio.Error{File: name, Err: err})
+		}
+	}
+	res.Format = f
+	im := &importer{ctx: ctx, st: st, path: name, res: &res, seen: map[trace.TraceID]map[uint64]seqInfo{}, seed: maphash.MakeSeed()}
 	var readErr error
-	for loc, err := range traceio.ReadLocated(file, path, res.Format) {
+	for loc, err := range traceio.ReadLocated(br, name, res.Format) {
 		if err != nil {
 			readErr = err
 			break
@@ -485,12 +518,93 @@ func Import(ctx context.Context, st store.Store, path string, f traceio.Format) 
 	if res.Refused > 0 {
 		first := res.RefusedRecords[0]
 		refusedErr = fmt.Errorf("%s: the store refused %d of %d records (the others were stored); the first: %s",
-			path, res.Refused, res.Records, im.where(first.Line, first.TraceID, first.Seq)+": "+first.Error)
+			name, res.Refused, res.Records, im.where(first.Line, first.TraceID, first.Seq)+": "+first.Error)
+	}
+	if readErr != nil && res.Records == 0 && what != "" {
+		readErr = &traceio.Error{File: name, Err: fmt.Errorf("%s (read as %s: %w)", what, res.Format, readErr)}
 	}
 	if err := errors.Join(readErr, refusedErr); err != nil {
 		return fail(err)
 	}
 	return res
+}
+
+// ProgressMinSize is the smallest file ImportInputs shows a progress bar
+// for: smaller ones import in well under a second.
+const ProgressMinSize = 4 << 20
+
+// importWithProgress is Import with a progress bar of the bytes read on
+// progress, for files of at least ProgressMinSize.
+func importWithProgress(ctx context.Context, st store.Store, path string, f traceio.Format, progress io.Writer) ImportResult {
+	if progress == nil {
+		return Import(ctx, st, path, f)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return Import(ctx, st, path, f) // reports the error as Import does
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() < ProgressMinSize {
+		return ImportReader(ctx, st, path, file, f)
+	}
+	bar := progressbar.NewOptions64(fi.Size(),
+		progressbar.OptionSetWriter(progress),
+		progressbar.OptionSetDescription("importing "+filepath.Base(path)),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
+	res := ImportReader(ctx, st, path, io.TeeReader(file, bar), f)
+	bar.Finish()
+	return res
+}
+
+// ImportInput is one input of ImportFiles: a file, or standard input.
+type ImportInput struct {
+	Name string    // the path, or "-" for standard input
+	R    io.Reader // when non-nil, read instead of opening Name
+}
+
+// ExpandInputs turns command-line arguments into inputs: "-" is stdin
+// (at most once), a folder stands for the regular files directly in it, in
+// name order, leaving out hidden files (names starting with "."), and
+// anything else is a file path, opened when it is imported.
+func ExpandInputs(args []string, stdin io.Reader) ([]ImportInput, error) {
+	var in []ImportInput
+	sawStdin := false
+	for _, a := range args {
+		if a == "-" {
+			if sawStdin {
+				return nil, errors.New(`"-" (standard input) given twice`)
+			}
+			sawStdin = true
+			in = append(in, ImportInput{Name: "-", R: stdin})
+			continue
+		}
+		fi, err := os.Stat(a)
+		if err != nil || !fi.IsDir() {
+			in = append(in, ImportInput{Name: a}) // Import reports a missing file
+			continue
+		}
+		entries, err := os.ReadDir(a)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+				continue
+			}
+			in = append(in, ImportInput{Name: filepath.Join(a, e.Name())})
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%s: folder has no files to import", a)
+		}
+	}
+	return in, nil
 }
 
 // seqInfo is what Import remembers of a (trace, seq) it has read.
@@ -680,10 +794,28 @@ func (im *importer) warn() {
 // happens. A bad file does not stop the others; when any failed, the error
 // wraps ErrSome.
 func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths []string, f traceio.Format, asJSON bool) error {
-	results := make([]ImportResult, 0, len(paths))
+	in := make([]ImportInput, len(paths))
+	for i, p := range paths {
+		in[i] = ImportInput{Name: p}
+	}
+	return ImportInputs(ctx, w, errw, nil, st, in, f, asJSON)
+}
+
+// ImportInputs is ImportFiles for inputs that may include standard input
+// (see ExpandInputs). When progress is not nil, each file of at least
+// ProgressMinSize gets a progress bar of the bytes read on progress
+// (meant for a terminal; cleared when the file is done).
+func ImportInputs(ctx context.Context, w, errw, progress io.Writer, st store.Store, inputs []ImportInput, f traceio.Format, asJSON bool) error {
+	results := make([]ImportResult, 0, len(inputs))
 	failed := 0
-	for _, path := range paths {
-		r := Import(ctx, st, path, f)
+	for _, input := range inputs {
+		path := input.Name
+		var r ImportResult
+		if input.R != nil {
+			r = ImportReader(ctx, st, path, input.R, f)
+		} else {
+			r = importWithProgress(ctx, st, path, f, progress)
+		}
 		results = append(results, r)
 		for _, rr := range r.RefusedRecords {
 			at := path
@@ -716,7 +848,7 @@ func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths [
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d files failed to import: %w", failed, len(paths), ErrSome)
+		return fmt.Errorf("%d of %d files failed to import: %w", failed, len(inputs), ErrSome)
 	}
 	return nil
 }
@@ -762,9 +894,53 @@ func Export(ctx context.Context, w io.Writer, st store.Store, f store.Filter) (i
 	return n, readErr
 }
 
-// PruneReport writes what Prune removed.
-func PruneReport(w io.Writer, r store.PruneResult) error {
-	_, err := fmt.Fprintf(w, "removed %d traces (%d records)\n", len(r.Traces), r.Records)
+// PrunePreview returns what st.Prune(ctx, p) would remove now, without
+// removing anything: the traces that started before p.Now-p.OlderThan or
+// are not among the p.KeepNewest newest, oldest first, and their record
+// count. It reads the whole trace list, page by page.
+func PrunePreview(ctx context.Context, st store.Store, p store.PrunePolicy) (store.PruneResult, error) {
+	var res store.PruneResult
+	if p.OlderThan < 0 || p.KeepNewest < 0 {
+		return res, fmt.Errorf("prune: OlderThan and KeepNewest must not be negative")
+	}
+	if p.OlderThan == 0 && p.KeepNewest == 0 {
+		return res, nil
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	cutoff := now.Add(-p.OlderThan)
+	q := store.ListQuery{Limit: 1000}
+	for i := 0; ; {
+		page, err := st.List(ctx, q)
+		if err != nil {
+			return res, err
+		}
+		for _, s := range page.Traces { // newest first
+			if (p.OlderThan > 0 && s.Started.Before(cutoff)) || (p.KeepNewest > 0 && i >= p.KeepNewest) {
+				res.Traces = append(res.Traces, s.ID)
+				res.Records += s.Records
+			}
+			i++
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	slices.Reverse(res.Traces)
+	return res, nil
+}
+
+// PruneReport writes what Prune removed, or with dryRun what it would
+// remove.
+func PruneReport(w io.Writer, r store.PruneResult, dryRun bool) error {
+	verb := "removed"
+	if dryRun {
+		verb = "would remove (dry run, nothing removed)"
+	}
+	_, err := fmt.Fprintf(w, "%s %d traces (%d records)\n", verb, len(r.Traces), r.Records)
 	for _, id := range r.Traces {
 		if err == nil {
 			_, err = fmt.Fprintln(w, "  "+id.String())

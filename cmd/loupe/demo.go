@@ -59,7 +59,7 @@ finds them.`,
 				fmt.Fprintf(w, "\nanswer: %s\n", res.Answer)
 				fmt.Fprintf(w, "trace %s: %d records written to %s\n", res.TraceID, len(res.Records), file.Path())
 				if st != nil {
-					fmt.Fprintf(w, "stored in %s; see it again with: loupe traces show %s\n", dbDSN(cmd), res.TraceID.String()[:12])
+					fmt.Fprintf(w, "stored in %s; see it again with: %s\n", store.Redact(dbDSN(cmd)), suggest(cmd, "traces", "show", res.TraceID.String()[:12]))
 				}
 			}
 			return nil

@@ -54,8 +54,18 @@ func TestDemoCmd(t *testing.T) {
 	if !strings.Contains(ls, recs[0].TraceID.String()) {
 		t.Errorf("traces ls does not list the demo run %s:\n%s", recs[0].TraceID, ls)
 	}
-	show := mustRun(t, db, "traces", "show", recs[0].TraceID.String()[:12])
-	if !strings.Contains(show, "child summarize  success") {
-		t.Errorf("traces show:\n%s", show)
+	// The hint the demo prints works as printed: run its arguments (after
+	// the program, which is "go run ./cmd/loupe" for a test binary) with
+	// nothing added, not even --db.
+	_, hint, ok := strings.Cut(stdout.String(), "see it again with: ")
+	hint, _, _ = strings.Cut(hint, "\n")
+	args := strings.Fields(strings.TrimPrefix(hint, selfCommand()+" "))
+	if !ok || !strings.HasPrefix(hint, selfCommand()+" --db "+db+" traces show ") {
+		t.Fatalf("demo hint %q", hint)
+	}
+	t.Setenv("LOUPE_DB", "")
+	code, show, errOut := runLoupe(t, args...)
+	if code != 0 || !strings.Contains(show, "child summarize  success") {
+		t.Errorf("the demo's hint %q: exit %d\n%s%s", hint, code, show, errOut)
 	}
 }

@@ -8,14 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
-
-// version is set at build time with -ldflags "-X main.version=…"; otherwise
-// it comes from the module's build info.
-var version = ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -49,7 +44,10 @@ func newRootCmd() *cobra.Command {
 		Short:         "Trace, store, browse and evaluate AI-agent runs",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Version enables --version, which prints the same as "loupe version".
+		Version: versionString(),
 	}
+	root.SetVersionTemplate("loupe {{.Version}}\n")
 	addDBFlag(root)
 	root.AddCommand(
 		newVersionCmd(),
@@ -61,25 +59,4 @@ func newRootCmd() *cobra.Command {
 		newPricesCmd(),
 	)
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print loupe's version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "loupe", buildVersion())
-		},
-	}
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

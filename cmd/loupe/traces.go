@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/store"
@@ -34,13 +37,36 @@ func dbDSN(cmd *cobra.Command) string {
 	return store.DefaultPath()
 }
 
-// withStore opens the store, runs fn and closes the store.
+// withStore opens the store for writing (creating it if needed), runs fn
+// and closes the store.
 func withStore(cmd *cobra.Command, fn func(ctx context.Context, st store.Store) error) error {
+	return useStore(cmd, false, fn)
+}
+
+// readStore is withStore for commands that only read: the store is opened
+// read-only, so a store the user may only read works and a missing one is
+// reported instead of created.
+func readStore(cmd *cobra.Command, fn func(ctx context.Context, st store.Store) error) error {
+	return useStore(cmd, true, fn)
+}
+
+func useStore(cmd *cobra.Command, readOnly bool, fn func(ctx context.Context, st store.Store) error) error {
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	st, err := store.Open(ctx, dbDSN(cmd))
+	dsn := dbDSN(cmd)
+	var st store.Store
+	var err error
+	if readOnly {
+		st, err = store.OpenReadOnly(ctx, dsn)
+		if errors.Is(err, store.ErrNoStore) {
+			return fmt.Errorf("no store exists at %s; make one with %q or %q, or point --db (or LOUPE_DB) at an existing store",
+				store.Redact(dsn), suggest(cmd, "traces", "import", "FILE"), suggest(cmd, "demo"))
+		}
+	} else {
+		st, err = store.Open(ctx, dsn)
+	}
 	if err != nil {
 		return err
 	}
@@ -118,7 +144,7 @@ func newTracesLsCmd() *cobra.Command {
 			if cursor == "" {
 				q.Offset = (page - 1) * max(limit, 0)
 			}
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				res, err := st.List(ctx, q)
 				if err != nil {
 					return err
@@ -159,7 +185,7 @@ func newTracesShowCmd() *cobra.Command {
 		Long:  "Show one trace. ID may be a unique prefix of the trace id (at least 4 hex digits).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				id, err := tracesview.Resolve(ctx, st, args[0])
 				if err != nil {
 					return err
@@ -207,7 +233,9 @@ func newTracesSearchCmd() *cobra.Command {
 which must all occur in one record's name, error, input, output or thinking,
 and filters in the form key:value (tool:NAME type:TYPE status:REASON since:24h
 model:NAME tag:TAG min_duration:D max_duration:D has:errors). The flags add
-filters. Each hit shows the trace, the record, the field and a snippet with
+filters. model:, tool: and has:errors show the records they name (the calls
+of that model, the records of that tool, the records with an error); with
+type: the types say which records to show and those filters select traces. Each hit shows the trace, the record, the field and a snippet with
 the match in [brackets].`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, err := c.Query(args, nowFunc())
@@ -215,7 +243,7 @@ the match in [brackets].`,
 				return err
 			}
 			q.Limit, q.Cursor = limit, cursor
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				res, err := st.Search(ctx, q)
 				if err != nil {
 					return err
@@ -280,22 +308,60 @@ func newTracesRmCmd() *cobra.Command {
 	return cmd
 }
 
+// durationValue is a flag taking store.ParseDuration's syntax (90m, 24h,
+// 7d), the same as --since.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return ""
+	}
+	if *v.d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(*v.d/(24*time.Hour)), 10) + "d"
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := store.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (durationValue) Type() string { return "duration" }
+
 func newTracesPruneCmd() *cobra.Command {
 	var (
 		p      store.PrunePolicy
+		dryRun bool
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "prune (--older-than D | --keep N)",
+		Use:   "prune (--older-than D | --keep N) [--dry-run]",
 		Short: "Delete old traces by age or count",
-		Args:  cobra.NoArgs,
+		Long: `Delete traces by age (--older-than) or count (--keep), or both (a trace
+either selects is deleted). A trace's age is the time since its run STARTED,
+as recorded in the trace, not since it was imported: importing old traces
+and then pruning with --older-than deletes them. Use --dry-run first to see
+which traces would go.`,
+		Example: "  loupe traces prune --older-than 30d --dry-run\n  loupe traces prune --older-than 720h --keep 1000",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if p.OlderThan <= 0 && p.KeepNewest <= 0 {
-				return errors.New("say what to prune: --older-than 720h and/or --keep 1000")
+				return errors.New("say what to prune: --older-than 30d and/or --keep 1000")
 			}
 			p.Now = nowFunc()
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
-				res, err := st.Prune(ctx, p)
+			run := func(ctx context.Context, st store.Store) error {
+				var res store.PruneResult
+				var err error
+				if dryRun {
+					res, err = tracesview.PrunePreview(ctx, st, p)
+				} else {
+					res, err = st.Prune(ctx, p)
+				}
 				if err != nil {
 					return err
 				}
@@ -303,14 +369,22 @@ func newTracesPruneCmd() *cobra.Command {
 					if res.Traces == nil {
 						res.Traces = []trace.TraceID{}
 					}
-					return tracesview.WriteJSON(cmd.OutOrStdout(), res)
+					return tracesview.WriteJSON(cmd.OutOrStdout(), struct {
+						store.PruneResult
+						DryRun bool `json:"dry_run,omitempty"`
+					}{res, dryRun})
 				}
-				return tracesview.PruneReport(cmd.OutOrStdout(), res)
-			})
+				return tracesview.PruneReport(cmd.OutOrStdout(), res, dryRun)
+			}
+			if dryRun {
+				return readStore(cmd, run)
+			}
+			return withStore(cmd, run)
 		},
 	}
-	cmd.Flags().DurationVar(&p.OlderThan, "older-than", 0, "delete traces that started longer ago than this")
-	cmd.Flags().IntVar(&p.KeepNewest, "keep", 0, "keep only this many newest traces")
+	cmd.Flags().Var(durationValue{&p.OlderThan}, "older-than", "delete traces whose run started longer ago than this (90m, 24h, 7d; same forms as --since)")
+	cmd.Flags().IntVar(&p.KeepNewest, "keep", 0, "keep only this many newest traces (by start time)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -329,7 +403,7 @@ func newTracesExportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				for _, a := range args {
 					id, err := tracesview.Resolve(ctx, st, a)
 					if err != nil {
@@ -337,11 +411,18 @@ func newTracesExportCmd() *cobra.Command {
 					}
 					f.IDs = append(f.IDs, id)
 				}
+				var n int
+				var err error
 				if out == "" || out == "-" {
-					_, err := tracesview.Export(ctx, cmd.OutOrStdout(), st, f)
-					return err
+					n, err = tracesview.Export(ctx, cmd.OutOrStdout(), st, f)
+				} else {
+					n, err = tracesview.ExportFile(ctx, out, cmd.ErrOrStderr(), st, f)
 				}
-				_, err := tracesview.ExportFile(ctx, out, cmd.ErrOrStderr(), st, f)
+				if err == nil && n == 0 {
+					// An empty result is not an error (a script may export
+					// whatever matches), but silence looks like a hang or a bug.
+					fmt.Fprintln(cmd.ErrOrStderr(), "loupe: no traces matched; nothing exported (loupe traces ls with the same filters lists what there is)")
+				}
 				return err
 			})
 		},
@@ -357,9 +438,11 @@ func newTracesImportCmd() *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "import FILE...",
+		Use:   "import FILE|FOLDER|-...",
 		Short: "Import trace files (Loupe JSONL, AgentV, omni, Fragola OpenTelemetry)",
-		Long: `Import trace files into the store. --format auto (the default) tells the
+		Long: `Import trace files into the store. "-" reads standard input; a folder
+imports the files directly in it (not its subfolders or hidden files), in
+name order. --format auto (the default) tells the
 format from the content; loupe, agentv, agentv-results, omni, otel-jsonl and otlp pick
 one. Importing a file twice stores its records once. A record the store
 refuses (a time outside 1678-2261, a seq beyond 2^63-1, …) is reported with
@@ -375,8 +458,18 @@ and the command exits non-zero if a record was refused or a file failed.`,
 			if err != nil {
 				return err
 			}
+			inputs, err := tracesview.ExpandInputs(args, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
 			return withStore(cmd, func(ctx context.Context, st store.Store) error {
-				return tracesview.ImportFiles(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), st, args, f, asJSON)
+				// A progress bar only where a person watches: stderr is
+				// the process's own and a terminal.
+				var progress io.Writer
+				if errw := cmd.ErrOrStderr(); errw == os.Stderr && term.IsTerminal(int(os.Stderr.Fd())) {
+					progress = errw
+				}
+				return tracesview.ImportInputs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), progress, st, inputs, f, asJSON)
 			})
 		},
 	}

@@ -154,7 +154,7 @@ func TestTracesShowSearchExportRmPrune(t *testing.T) {
 		t.Errorf("show unknown prefix: %v", err)
 	}
 
-	golden.Check(t, "search_typed.txt", []byte(mustRun(t, db, "traces", "search", "typed", "languages", "--tool", "evaluator.evaluate")))
+	golden.Check(t, "search_typed.txt", []byte(mustRun(t, db, "traces", "search", "typed", "languages", "--tool", "retriever.hybrid_search")))
 	golden.Check(t, "search_thinkpad.txt", []byte(mustRun(t, db, "traces", "search", `"battery life"`, "--type", "tool.end")))
 	if out := mustRun(t, db, "traces", "search", "vertex-ai", "--type", "model.call", "--status", "error"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "[vertex-ai]") {
 		t.Errorf("search vertex-ai:\n%s", out)

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ import (
 
 func init() {
 	store.Register("sqlite", func(ctx context.Context, dsn string) (store.Store, error) { return Open(ctx, dsn) })
+	store.RegisterReadOnly("sqlite", func(ctx context.Context, dsn string) (store.Store, error) { return OpenReadOnly(ctx, dsn) })
 }
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
@@ -137,28 +139,113 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 		}
 	}
-	conn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)&_txlock=immediate"
+	s, err := openDB(path, "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.SQL.Close()
+		return nil, err
+	}
+	s.wconn, err = s.db.SQL.Conn(ctx)
+	if err != nil {
+		s.db.SQL.Close()
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	return s, nil
+}
+
+// OpenReadOnly opens the existing SQLite store at dsn for reading only: it
+// creates no file or folder, migrates nothing and takes no write lock, so
+// it works on a store whose file or folder the caller may only read. Every
+// write returns an error naming the store. When no file exists at the path
+// the error wraps store.ErrNoStore. A store with an older schema than this
+// package's is refused (a write command migrates it); a newer one is read
+// as far as this schema allows.
+//
+// The connection uses mode=ro. SQLite can read a WAL store read-only only
+// when its -shm file exists or can be created; when it cannot (the folder
+// is not writable and no writer has the store open, so there is no -shm),
+// the store is opened with immutable=1, which reads the file without
+// locks. That is safe because a store nobody can write into has no
+// concurrent writer whose uncheckpointed WAL could be missed.
+func OpenReadOnly(ctx context.Context, dsn string) (*Store, error) {
+	path := Path(dsn)
+	if path == "" {
+		return nil, errors.New("sqlite store: empty path")
+	}
+	if path == ":memory:" {
+		return Open(ctx, dsn)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("sqlite store %s: %w", path, store.ErrNoStore)
+	case err != nil:
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("sqlite store %s: is a folder, not a SQLite file (pass the store file, e.g. %s)", path, filepath.Join(path, "loupe.db"))
+	}
+	s, err := openReadOnly(ctx, path, "&mode=ro")
+	if err != nil {
+		s2, err2 := openReadOnly(ctx, path, "&mode=ro&immutable=1")
+		if err2 != nil {
+			return nil, err
+		}
+		s = s2
+	}
+	return s, nil
+}
+
+func openReadOnly(ctx context.Context, path, params string) (*Store, error) {
+	s, err := openDB(path, params+"&_txlock=deferred")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSchema(ctx); err != nil {
+		s.db.SQL.Close()
+		return nil, err
+	}
+	if s.db.ReadOnly == nil {
+		s.db.ReadOnly = fmt.Errorf("sqlite store %s: opened read-only; this command cannot write to it", path)
+	}
+	return s, nil
+}
+
+// openDB opens the connection pool for path with the given extra URI
+// parameters (each starting with "&").
+func openDB(path, params string) (*Store, error) {
+	conn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=cache_size(-65536)" + params
 	db, err := sql.Open("sqlite", conn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	s := &Store{db: sqlstore.DB{SQL: db, Name: path, D: sqlstore.Dialect{
+	return &Store{db: sqlstore.DB{SQL: db, Name: path, D: sqlstore.Dialect{
 		TextFrom:   textFrom,
 		DeleteText: deleteText,
-	}}}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, err
+	}}}, nil
+}
+
+// checkSchema reads the schema version of a store opened read-only.
+func (s *Store) checkSchema(ctx context.Context) error {
+	var v int
+	err := s.db.SQL.QueryRowContext(ctx, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'").Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlite store %s: has no schema version; it is not a Loupe store", s.db.Name)
+	case err != nil && strings.Contains(err.Error(), "no such table"):
+		return fmt.Errorf("sqlite store %s: not a Loupe store (no meta table)", s.db.Name)
+	case err != nil:
+		return fmt.Errorf("sqlite store %s: %w (is it a SQLite database you may read?)", s.db.Name, err)
+	case v > SchemaVersion:
+		s.db.ReadOnly = &store.SchemaVersionError{Store: s.db.Name, Found: v, Known: SchemaVersion}
+	case v < SchemaVersion:
+		return fmt.Errorf("sqlite store %s: has schema version %d, this loupe reads version %d; upgrade it by running a command that writes (e.g. loupe traces import) as a user who may write it", s.db.Name, v, SchemaVersion)
 	}
-	s.wconn, err = db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
-	}
-	s.stmts = map[string]*sql.Stmt{}
-	return s, nil
+	return nil
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -166,10 +253,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	defer s.wmu.Unlock()
 	tx, err := s.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite store %s: %w", s.db.Name, err)
+		return s.openError(err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"); err != nil {
+		if isReadOnly(err) {
+			return s.openError(err)
+		}
 		return fmt.Errorf("sqlite store %s: %w (is it a SQLite database?)", s.db.Name, err)
 	}
 	var v int
@@ -187,9 +277,27 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", SchemaVersion); err != nil {
-		return err
+		return s.openError(err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return s.openError(err)
+	}
+	return nil
+}
+
+// isReadOnly reports whether err is SQLite refusing a write because the
+// file or its folder is read-only for this process.
+func isReadOnly(err error) bool {
+	return strings.Contains(err.Error(), "readonly database")
+}
+
+// openError names the store in an error met while opening it for writing,
+// and says what still works when the store is read-only for this user.
+func (s *Store) openError(err error) error {
+	if isReadOnly(err) {
+		return fmt.Errorf("sqlite store %s: %w: you may only read this store (loupe traces ls, show, search and export can read it)", s.db.Name, err)
+	}
+	return fmt.Errorf("sqlite store %s: %w", s.db.Name, err)
 }
 
 // textFrom matches through the FTS5 index, which drives the query in

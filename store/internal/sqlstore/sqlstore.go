@@ -333,7 +333,7 @@ func (db *DB) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error)
 		return nil, fmt.Errorf("trace %s: %w in %s", id, store.ErrNotFound, db.Name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("trace %s: %w", id, err)
+		return nil, fmt.Errorf("trace %s in %s: %w", id, db.Name, err)
 	}
 	sums := []store.Summary{sum}
 	if err := db.fillFacets(ctx, sums); err != nil {
@@ -355,7 +355,7 @@ func (db *DB) records(ctx context.Context, id trace.TraceID) iter.Seq2[trace.Rec
 		b := db.D.NewBuilder()
 		rows, err := db.SQL.QueryContext(ctx, "SELECT seq, doc FROM records WHERE trace_id = "+b.Arg(id[:])+" ORDER BY seq", b.Args...)
 		if err != nil {
-			yield(trace.Record{}, fmt.Errorf("read trace %s: %w", id, err))
+			yield(trace.Record{}, fmt.Errorf("read trace %s from %s: %w", id, db.Name, err))
 			return
 		}
 		defer rows.Close()
@@ -480,45 +480,105 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		}
 		c = append(c, "r.type IN ("+strings.Join(ps, ", ")+")")
 	}
+	var after int64 = -1 // scan rows with ids below this; -1: from the newest
 	if q.Cursor != "" {
 		_, tie, err := decodeCursor(q.Cursor)
 		rid, perr := strconv.ParseInt(tie, 10, 64)
 		if err != nil || perr != nil {
 			return store.SearchPage{}, fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", q.Cursor)
 		}
-		c = append(c, idCol+" < "+b.Arg(rid))
+		after = rid
 	}
 	limit := limitOf(q.Limit)
-	query := "SELECT r.id, t.name, r.doc FROM " + from + " JOIN traces t ON t.trace_id = r.trace_id" + where(c) +
-		" ORDER BY " + idCol + " DESC LIMIT " + b.Arg(limit+1)
-	rows, err := db.SQL.QueryContext(ctx, query, b.Args...)
-	if err != nil {
-		return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
+	match := RecordMatch(&q)
+	// Without a record filter every row is a hit: one query of limit+1
+	// rows fills the page and tells whether there is a next one. With one,
+	// rows are scanned in batches until the page is full or they run out.
+	batch := limit + 1
+	if match != nil {
+		batch = max(batch, 256)
 	}
-	defer rows.Close()
 	var page store.SearchPage
-	var lastID int64
+	var lastHit int64
 	var doc []byte
-	for rows.Next() {
-		if len(page.Hits) == limit {
-			page.Next = encodeCursor(0, strconv.FormatInt(lastID, 10))
-			break
+	for {
+		bb := *b
+		bb.Args = slices.Clone(b.Args)
+		cc := slices.Clone(c)
+		if after >= 0 {
+			cc = append(cc, idCol+" < "+bb.Arg(after))
 		}
-		var h store.Hit
-		if err := rows.Scan(&lastID, &h.TraceName, &doc); err != nil {
-			return store.SearchPage{}, err
-		}
-		r, err := trace.DecodeRecord(doc)
+		query := "SELECT r.id, t.name, r.doc FROM " + from + " JOIN traces t ON t.trace_id = r.trace_id" + where(cc) +
+			" ORDER BY " + idCol + " DESC LIMIT " + bb.Arg(batch)
+		rows, err := db.SQL.QueryContext(ctx, query, bb.Args...)
 		if err != nil {
-			return store.SearchPage{}, fmt.Errorf("search %s: stored record %d is corrupt: %w", db.Name, lastID, err)
+			return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 		}
-		h.TraceID, h.Seq, h.Time, h.Type, h.Name = r.TraceID, r.Seq, r.Time, r.Type, r.Name
-		if len(terms) > 0 {
-			h.Field, h.Snippet = Snippet(&r, terms)
+		n, full := 0, false
+		for rows.Next() {
+			n++
+			var id int64
+			var h store.Hit
+			if err := rows.Scan(&id, &h.TraceName, &doc); err != nil {
+				rows.Close()
+				return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
+			}
+			after = id
+			r, err := trace.DecodeRecord(doc)
+			if err != nil {
+				rows.Close()
+				return store.SearchPage{}, fmt.Errorf("search %s: stored record %d is corrupt: %w", db.Name, id, err)
+			}
+			if match != nil && !match(&r) {
+				continue
+			}
+			if len(page.Hits) == limit {
+				page.Next = encodeCursor(0, strconv.FormatInt(lastHit, 10))
+				full = true
+				break
+			}
+			h.TraceID, h.Seq, h.Time, h.Type, h.Name = r.TraceID, r.Seq, r.Time, r.Type, r.Name
+			if len(terms) > 0 {
+				h.Field, h.Snippet = Snippet(&r, terms)
+			}
+			page.Hits = append(page.Hits, h)
+			lastHit = id
 		}
-		page.Hits = append(page.Hits, h)
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
+		}
+		if full || n < batch {
+			return page, nil
+		}
 	}
-	return page, rows.Err()
+}
+
+// RecordMatch returns the test a record of a matching trace must pass to
+// be a search hit, from the filters of q that name a kind of record:
+// model:X keeps the calls of model X, tool:X the records of tool X (both
+// given: either), and has:errors the records that carry or are an error
+// (and with model: or tool:, the failed ones among those). It returns nil
+// when q has no such filter, or when q names record types (type:), which
+// then say which records to show (matched in SQL) while model:, tool: and
+// has:errors only select the traces: "has:errors type:run.start" lists the
+// starts of the runs with errors. The trace-level conditions (Where) apply
+// either way.
+func RecordMatch(q *store.Query) func(*trace.Record) bool {
+	model, tool, errs := q.Model, q.Tool, q.HasErrors
+	if len(q.Types) > 0 || model == "" && tool == "" && !errs {
+		return nil
+	}
+	return func(r *trace.Record) bool {
+		if model != "" || tool != "" {
+			isModel := model != "" && (r.Type == trace.TypeModelCall || r.Type == trace.TypeModelDelta) && r.Name == model
+			isTool := tool != "" && strings.HasPrefix(string(r.Type), "tool.") && r.Name == tool
+			if !isModel && !isTool {
+				return false
+			}
+		}
+		return !errs || r.Failed()
+	}
 }
 
 // TextFields returns the searchable text of r by field name, in the order
