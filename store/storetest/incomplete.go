@@ -57,9 +57,10 @@ func testIncomplete(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 
-	// dead: no run.end, last heard of in 2025; live: no run.end, started now.
+	// dead: no run.end, last heard of in 2025; live: no run.end, started a
+	// minute ago.
 	dead := withoutEnd(Gen(Spec{Name: "dead"}))
-	live := withoutEnd(Gen(Spec{Name: "live", Start: now}))
+	live := withoutEnd(Gen(Spec{Name: "live", Start: now.Add(-time.Minute)})) // its records end before now, well within the default stale time
 	// lossy: ended, with two markers in two batches (3 and 4 records lost)
 	// and one whose count is unreadable (counts 1).
 	lossy := Gen(Spec{Name: "lossy", Start: t0})
