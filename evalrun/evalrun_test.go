@@ -23,6 +23,7 @@ import (
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
+	"github.com/loupe-dev/loupe/tracesview"
 )
 
 // Paths, relative to the repository root; tests run there (see inRoot).
@@ -429,6 +430,29 @@ func TestStoredEvaluationIsNotAFailedRun(t *testing.T) {
 	page, err = st.List(ctx, store.ListQuery{Filter: store.Filter{Tags: []string{evalrun.EvalTag}}, Limit: 100})
 	if err != nil || len(page.Traces) != 1 {
 		t.Errorf("tag %s: %d traces, err %v", evalrun.EvalTag, len(page.Traces), err)
+	}
+	// A listing of agent runs (loupe traces ls, /api/v1/traces) leaves the
+	// evaluation out unless asked for.
+	for _, tc := range []struct {
+		c    tracesview.Criteria
+		want bool
+	}{
+		{tracesview.Criteria{}, false},
+		{tracesview.Criteria{Evaluations: true}, true},
+		{tracesview.Criteria{Tags: []string{evalrun.EvalTag}}, true},
+	} {
+		f, err := tc.c.AgentRuns(time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := st.List(ctx, store.ListQuery{Filter: f, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := slices.ContainsFunc(page.Traces, func(s store.Summary) bool { return slices.Contains(s.Tags, evalrun.EvalTag) })
+		if listed != tc.want || len(page.Traces) == 0 {
+			t.Errorf("%+v: evaluation listed = %v, want %v (%d traces)", tc.c, listed, tc.want, len(page.Traces))
+		}
 	}
 }
 

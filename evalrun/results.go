@@ -22,7 +22,7 @@ import (
 // "<trace id>" for every graded trace so that ResultsFor finds them.
 const (
 	// EvalTag marks the traces that hold evaluation results.
-	EvalTag = "loupe:eval"
+	EvalTag = store.TagEvaluation
 	// EvalOfPrefix + a graded trace's hex id tags the evaluations that
 	// graded it.
 	EvalOfPrefix = "eval-of:"

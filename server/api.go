@@ -29,6 +29,13 @@ func criteria(q url.Values) (tracesview.Criteria, error) {
 		Name: q.Get("name"), Status: q.Get("status"), Since: q.Get("since"), Until: q.Get("until"),
 		Model: q.Get("model"), Tool: q.Get("tool"), Tags: q["tag"], Types: q["type"],
 	}
+	if v := q.Get("evaluations"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("evaluations=%s: want true or false", v)
+		}
+		c.Evaluations = b
+	}
 	if v := q.Get("errors"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -93,7 +100,7 @@ func (s *Server) listTraces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "type= is a search filter; use /api/v1/search?q=type:…")
 		return
 	}
-	f, err := c.Filter(time.Now())
+	f, err := c.AgentRuns(time.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

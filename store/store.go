@@ -242,6 +242,11 @@ type Trace struct {
 	Memory  Memory         // the memory pool rebuilt from memory.set records
 }
 
+// TagEvaluation is the run tag of the traces that hold evaluation results
+// (written by loupe eval), as opposed to agent runs. Listings of agent runs
+// leave them out unless asked for (Filter.WithoutTags).
+const TagEvaluation = "loupe:eval"
+
 // Filter selects traces. The zero Filter selects every trace; each set
 // field narrows the selection (all must hold).
 type Filter struct {
@@ -252,6 +257,7 @@ type Filter struct {
 	Since       time.Time       // started at or after
 	Until       time.Time       // started before
 	Tags        []string        // has every one of these tags (exact, e.g. "env:ci")
+	WithoutTags []string        // has none of these tags (e.g. TagEvaluation, to list agent runs only)
 	Model       string          // made a call to this model
 	Tool        string          // called this tool
 	MinDuration time.Duration   // lasted at least

@@ -45,6 +45,20 @@ type Criteria struct {
 	Errors                                  bool
 	MinDuration, MaxDuration                time.Duration
 	Types                                   []string // record types (search only)
+	// Evaluations includes the traces that hold evaluation results
+	// (store.TagEvaluation) in what AgentRuns selects.
+	Evaluations bool
+}
+
+// AgentRuns returns the filter of c for a listing of agent runs: the
+// traces that hold evaluation results are left out unless c asks for
+// them (Evaluations, or a tag:loupe:eval criterion).
+func (c Criteria) AgentRuns(now time.Time) (store.Filter, error) {
+	f, err := c.Filter(now)
+	if err == nil && !c.Evaluations && !slices.Contains(f.Tags, store.TagEvaluation) {
+		f.WithoutTags = append(f.WithoutTags, store.TagEvaluation)
+	}
+	return f, err
 }
 
 // Query builds a store.Query from free-text terms (in the syntax of

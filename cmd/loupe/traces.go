@@ -133,7 +133,7 @@ func newTracesLsCmd() *cobra.Command {
 		Short: "List traces, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := c.Filter(nowFunc())
+			f, err := c.AgentRuns(nowFunc())
 			if err != nil {
 				return err
 			}
@@ -167,6 +167,7 @@ func newTracesLsCmd() *cobra.Command {
 		},
 	}
 	criteriaFlags(cmd, &c, false)
+	cmd.Flags().BoolVar(&c.Evaluations, "evals", false, "also list the traces that hold loupe eval results (left out by default; --tag loupe:eval lists only them)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "traces per page")
 	cmd.Flags().IntVar(&page, "page", 1, "page number (with --limit)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous page's cursor")

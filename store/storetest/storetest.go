@@ -387,6 +387,8 @@ func testList(t *testing.T, s store.Store) {
 		{"since until", store.Filter{Since: t0.Add(10 * time.Minute), Until: t0.Add(20 * time.Minute)}, func(i int) bool { return i >= 10 && i < 20 }},
 		{"tag", store.Filter{Tags: []string{"env:prod"}}, func(i int) bool { return i%2 == 1 }},
 		{"two tags", store.Filter{Tags: []string{"env:prod", "n:3"}}, func(i int) bool { return i == 3 }},
+		{"without tag", store.Filter{WithoutTags: []string{"env:prod"}}, func(i int) bool { return i%2 == 0 }},
+		{"tag and without tag", store.Filter{Tags: []string{"env:prod"}, WithoutTags: []string{"n:3"}}, func(i int) bool { return i%2 == 1 && i != 3 }},
 		{"model", store.Filter{Model: "claude"}, func(i int) bool { return i%2 == 1 }},
 		{"tool", store.Filter{Tool: "calc"}, func(i int) bool { return i%3 == 1 }},
 		{"min duration", store.Filter{MinDuration: dur(2)}, func(i int) bool { return dur(i) >= dur(2) }},

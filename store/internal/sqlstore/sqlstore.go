@@ -152,6 +152,9 @@ func Where(b *Builder, f *store.Filter, cutoff int64) []string {
 	for _, tag := range f.Tags {
 		c = append(c, "EXISTS (SELECT 1 FROM trace_tags g WHERE g.trace_id = t.trace_id AND g.tag = "+b.Arg(tag)+")")
 	}
+	for _, tag := range f.WithoutTags {
+		c = append(c, "NOT EXISTS (SELECT 1 FROM trace_tags g WHERE g.trace_id = t.trace_id AND g.tag = "+b.Arg(tag)+")")
+	}
 	if f.Model != "" {
 		c = append(c, "EXISTS (SELECT 1 FROM trace_models m WHERE m.trace_id = t.trace_id AND m.model = "+b.Arg(f.Model)+")")
 	}
