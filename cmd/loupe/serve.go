@@ -16,6 +16,7 @@ import (
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/ui"
 )
 
 func newServeCmd() *cobra.Command {
@@ -25,6 +26,7 @@ func newServeCmd() *cobra.Command {
 		noRedact      bool
 		redactWithout []string
 		redactKeys    []string
+		noUI          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -32,7 +34,7 @@ func newServeCmd() *cobra.Command {
 		Long: `Run the collector on one port: POST /v1/records (Loupe records), POST
 /v1/traces (OTLP/HTTP, protobuf or JSON: point any OpenTelemetry SDK at
 http://127.0.0.1:4318), the JSON API under /api/v1 (its OpenAPI document at
-/api/v1/openapi.json) and live streams. It stores into the same store as the
+/api/v1/openapi.json), live streams and the web UI at / (--no-ui to leave it out). It stores into the same store as the
 other commands (--db / LOUPE_DB). It listens on loopback by default; any other
 address requires API keys (loupe keys create). SIGINT or SIGTERM stops it
 after the requests in flight are committed and answered.`,
@@ -52,6 +54,9 @@ after the requests in flight are committed and answered.`,
 					}
 				}
 				o := server.Options{Store: st, RequireKeys: requireKeys}
+				if !noUI {
+					o.UI = ui.Handler()
+				}
 				if !noRedact {
 					if err := checkRuleNames(redactWithout); err != nil {
 						return err
@@ -77,6 +82,7 @@ after the requests in flight are committed and answered.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
+	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web UI at /")
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")

@@ -1,0 +1,200 @@
+package ui_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/loupe-dev/loupe/demo"
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// demoTrace runs the demo agent and stores its trace.
+func demoTrace(t *testing.T, e *env) trace.TraceID {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.go"), []byte("// TODO: one\n// TODO: two\n"), 0o644)
+	tracer := trace.New(trace.Options{})
+	res, err := demo.Run(context.Background(), tracer, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.append(t, res.Records)
+	return res.TraceID
+}
+
+// The console collector must see errors, or "no console errors" proves
+// nothing.
+func TestConsoleErrorsAreSeen(t *testing.T) {
+	e := newEnv(t)
+	tb := newTab(t, 30*time.Second)
+	tb.do(t, "load", chromedp.Navigate(e.ts.URL+"/"), waitLoaded("#runs"))
+	eval[any](t, tb, `console.error("deliberate"), null`)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(tb.errors()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if errs := tb.errors(); len(errs) != 1 || !strings.Contains(errs[0], "deliberate") {
+		t.Fatalf("console errors = %q, want the deliberate one", errs)
+	}
+}
+
+func TestRunsPageAndSearch(t *testing.T) {
+	e := newEnv(t)
+	id := demoTrace(t, e)
+	tb := newTab(t, 45*time.Second)
+	tb.do(t, "runs page", chromedp.Navigate(e.ts.URL+"/"), waitLoaded(`#runs tr[data-trace="`+id.String()+`"]`))
+	row := eval[string](t, tb, `document.querySelector('#runs tbody tr').innerText`)
+	if err := hasText(row, "demo", "success"); err != nil {
+		t.Errorf("runs row: %v", err)
+	}
+	cells := eval[[]string](t, tb, `[...document.querySelectorAll('#runs tbody tr td')].map(td => td.innerText)`)
+	if len(cells) != 11 || cells[4] != "6" || cells[5] != "5" || cells[8] != "1" {
+		t.Errorf("runs row cells = %q, want 6 iterations, 5 tool calls, 1 error", cells)
+	}
+	tb.screenshot(t, "runs")
+
+	// Search through the form: the hash carries the query (a deep link).
+	tb.do(t, "search",
+		chromedp.SetValue(chromedp.CSS(`#filters input[name=q]`), "type:tool.error"),
+		chromedp.Click(chromedp.CSS(`#filters button[type=submit]`)),
+		waitLoaded(`#hits tbody tr`))
+	hits := eval[[]string](t, tb, `[...document.querySelectorAll('#hits tbody tr')].map(tr => tr.innerText)`)
+	if len(hits) != 1 || !strings.Contains(hits[0], "tool.error") || !strings.Contains(hits[0], "clock") {
+		t.Errorf("search hits = %q, want the one failed clock call", hits)
+	}
+	if h := eval[string](t, tb, `location.hash`); h != "#/runs?q=type%3Atool.error" {
+		t.Errorf("hash after search = %q", h)
+	}
+	tb.screenshot(t, "search")
+	// The hit links to its record in the run.
+	tb.do(t, "hit link", chromedp.Click(chromedp.CSS(`#hits a.hitlink`)), waitLoaded(`#tree .row.sel`))
+	if got := eval[string](t, tb, `document.querySelector('#detail-title').innerText`); !strings.Contains(got, "clock") {
+		t.Errorf("selected span after following the hit = %q, want the clock call", got)
+	}
+	tb.noConsoleErrors(t)
+}
+
+func TestRunPageDemo(t *testing.T) {
+	e := newEnv(t)
+	id := demoTrace(t, e)
+	tr, err := e.st.Trace(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := 0
+	var failed *store.Span
+	var walk func([]*store.Span)
+	walk = func(ss []*store.Span) {
+		for _, s := range ss {
+			spans++
+			if s.Type == trace.TypeToolStart && s.Error != "" {
+				failed = s
+			}
+			walk(s.Children)
+		}
+	}
+	walk(tr.Spans)
+	if failed == nil {
+		t.Fatal("the demo trace has no failed tool call")
+	}
+
+	tb := newTab(t, 45*time.Second)
+	tb.do(t, "run page", chromedp.Navigate(e.ts.URL+"/#/run/"+id.String()), waitLoaded(`#tree .row.sel`))
+	if n := eval[string](t, tb, `document.querySelector('#tree .rows').dataset.rows`); n != itoa(spans) {
+		t.Errorf("tree rows = %s, want %d spans", n, spans)
+	}
+	// The failing path is marked from the failed call up to the root.
+	fp := eval[[]string](t, tb, `[...document.querySelectorAll('#tree .row.failed')].map(r => r.dataset.span)`)
+	if !slices.Contains(fp, failed.ID.String()) {
+		t.Errorf("failed rows %q do not include the failed clock call %s", fp, failed.ID)
+	}
+	rootMarked := eval[bool](t, tb, `document.querySelector('#tree .row[data-i="0"]').classList.contains('badpath')`)
+	if !rootMarked {
+		t.Error("the root row is not marked as on the failing path")
+	}
+	tb.screenshot(t, "run")
+
+	// Select the failed call by a deep link: details show its error.
+	tb.do(t, "deep link to span", chromedp.Navigate(e.ts.URL+"/#/run/"+id.String()+"?span="+failed.ID.String()),
+		waitLoaded(`#detail-error`))
+	det := eval[string](t, tb, `document.querySelector('#details').innerText`)
+	if err := hasText(det, "tool.start", "clock", failed.Error, "input", "zone"); err != nil {
+		t.Errorf("details: %v", err)
+	}
+	tb.screenshot(t, "run-error")
+
+	// A model call shows its tokens and cost.
+	tb.do(t, "model call", chromedp.Click(chromedp.CSS(`#tree .row[data-i="0"]`)))
+	idx := eval[int](t, tb, `(() => { const r = [...document.querySelectorAll('#tree .row')].find(r => r.querySelector('.type').textContent === 'model.call'); r.click(); return Number(r.dataset.i); })()`)
+	det = eval[string](t, tb, `document.querySelector('#details').innerText`)
+	if err := hasText(det, "model.call", "input tokens", "output tokens", "cost", "$"); err != nil {
+		t.Errorf("model call %d details: %v", idx, err)
+	}
+
+	// Keyboard: down moves the selection; left on the root collapses it.
+	tb.do(t, "keyboard", chromedp.Navigate(e.ts.URL+"/#/run/"+id.String()[:8]), waitLoaded(`#tree .row.sel[data-i="0"]`),
+		chromedp.Focus(chromedp.CSS(`#tree`)),
+		chromedp.KeyEvent(kb.ArrowDown))
+	if i := eval[string](t, tb, `document.querySelector('#tree .row.sel').dataset.i`); i != "1" {
+		t.Errorf("after ArrowDown the selected row is %s, want 1", i)
+	}
+	tb.do(t, "collapse", chromedp.KeyEvent(kb.ArrowLeft), chromedp.KeyEvent(kb.ArrowLeft)) // to the parent, then collapse it
+	if n := eval[string](t, tb, `document.querySelector('#tree .rows').dataset.rows`); n != "1" {
+		t.Errorf("after collapsing the root, rows = %s, want 1", n)
+	}
+	tb.do(t, "expand", chromedp.KeyEvent(kb.ArrowRight))
+	if n := eval[string](t, tb, `document.querySelector('#tree .rows').dataset.rows`); n != itoa(spans) {
+		t.Errorf("after expanding the root, rows = %s, want %d", n, spans)
+	}
+
+	// Stats and memory tabs.
+	tb.do(t, "stats tab", chromedp.Click(chromedp.CSS(`#tab-stats`)), waitLoaded(`#pane-stats`))
+	st := eval[string](t, tb, `document.querySelector('#pane-stats').innerText`)
+	if err := hasText(st, "demo-model", "demo-summarizer", "calculator", "reasoning tokens"); err != nil {
+		t.Errorf("stats: %v", err)
+	}
+	tb.screenshot(t, "run-stats")
+	tb.do(t, "memory tab", chromedp.Click(chromedp.CSS(`#tab-memory`)), waitLoaded(`#pane-memory`))
+	tb.noConsoleErrors(t)
+}
+
+func TestLiveUpdates(t *testing.T) {
+	e := newEnv(t)
+	tb := newTab(t, 45*time.Second)
+	tb.do(t, "empty runs page", chromedp.Navigate(e.ts.URL+"/"), waitLoaded(`#empty`))
+	b := newBuilder()
+	b.t = time.Now() // a run going on now: recent records are not stale
+	root := trace.NewSpanID()
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "live-run"})
+	e.post(t, b.recs...)
+	tb.do(t, "new run appears", waitLoaded(`#runs tr[data-trace="`+b.id.String()+`"]`))
+	if s := eval[string](t, tb, `document.querySelector('#runs tbody tr [data-status]').dataset.status`); s != store.StatusRunning {
+		t.Errorf("status of the new run = %q, want running", s)
+	}
+
+	tb.do(t, "open the running run", chromedp.Click(chromedp.CSS(`#runs a.runlink`)), waitLoaded(`#tree .row.sel`))
+	tool := trace.NewSpanID()
+	e.post(t,
+		b.rec(trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolStart, Name: "live-tool", Input: trace.Value(`{"q":1}`)}),
+		b.rec(trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolError, Name: "live-tool", Error: "boom", Duration: time.Millisecond}))
+	tb.do(t, "span arrives", waitLoaded(`#tree .row.failed[data-span="`+tool.String()+`"]`))
+	if !eval[bool](t, tb, `document.querySelector('#tree .row[data-i="0"]').classList.contains('badpath')`) {
+		t.Error("the live error is not marked up the tree")
+	}
+	e.post(t, b.rec(trace.Record{SpanID: root, Type: trace.TypeRunEnd, Name: "live-run", Status: "error", Error: "boom", Duration: 3 * time.Millisecond}))
+	tb.do(t, "run ends", waitLoaded(`#run-status [data-status="error"]`))
+	tb.screenshot(t, "live")
+	tb.noConsoleErrors(t)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
