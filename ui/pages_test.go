@@ -113,6 +113,13 @@ func TestRunPageDemo(t *testing.T) {
 	if n := eval[string](t, tb, `document.querySelector('#tree .rows').dataset.rows`); n != itoa(spans) {
 		t.Errorf("tree rows = %s, want %d spans", n, spans)
 	}
+	// Drawn, not just present: the tree has room and every row is in view.
+	if h := eval[int](t, tb, `document.querySelector('#tree').clientHeight`); h < 200 {
+		t.Errorf("tree is %d px high", h)
+	}
+	if n := eval[int](t, tb, `[...document.querySelectorAll('#tree .row')].filter(r => { const b = r.getBoundingClientRect(); return b.height > 0 && b.top < innerHeight; }).length`); n < 20 {
+		t.Errorf("%d tree rows on screen, want 20 or more", n)
+	}
 	// The failing path is marked from the failed call up to the root.
 	fp := eval[[]string](t, tb, `[...document.querySelectorAll('#tree .row.failed')].map(r => r.dataset.span)`)
 	if !slices.Contains(fp, failed.ID.String()) {

@@ -163,7 +163,7 @@ class TreeView {
     this.inner = el('div', { className: 'rows' });
     this.box = el('div', { className: 'tree', id: 'tree', tabindex: 0, role: 'tree', 'aria-label': 'span tree' }, this.inner);
     this.details = el('div', { className: 'details', id: 'details' });
-    const left = el('div', { className: 'treecol' }, this.box);
+    const left = el('div', { className: 'treecol' }, this.axis, this.box);
     pane.append(left, this.details);
     let raf = 0;
     this.box.addEventListener('scroll', () => { if (!raf) raf = requestAnimationFrame(() => { raf = 0; this.draw(); }); });
@@ -181,7 +181,20 @@ class TreeView {
     this.rows = this.m.rows();
     this.index = new Map(this.rows.map((n, i) => [n, i]));
     this.inner.style.height = (this.rows.length * ROW) + 'px';
+    this.drawAxis();
     this.draw();
+  }
+  // drawAxis labels the waterfall's time axis (the trace's whole span).
+  drawAxis() {
+    const ax = this.axis.querySelector('#axis');
+    const total = Math.max(this.m.t1 - this.m.t0, 0);
+    const ticks = [];
+    for (let k = 0; k <= 4; k++) {
+      const t = el('span', { className: 'tick' + (k === 0 ? ' first' : k === 4 ? ' last' : '') }, fmtDur(total * k / 4 * 1e6) || '0');
+      t.style.left = (k * 25) + '%';
+      ticks.push(t);
+    }
+    ax.replaceChildren(...ticks);
   }
   draw() {
     const { m } = this;
