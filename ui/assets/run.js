@@ -91,8 +91,11 @@ export function runPage(main, id, params) {
 async function load(main, id, params, signal, setStream) {
   const t0 = performance.now();
   const d = await api('/api/v1/traces/' + encodeURIComponent(id), signal);
+  const tFetched = performance.now();
   const m = new Model();
   for (const r of d.records) m.add(r);
+  main.dataset.fetchMs = String(Math.round(tFetched - t0));
+  main.dataset.buildMs = String(Math.round(performance.now() - tFetched));
   const s = d.summary;
 
   const status = el('span', { id: 'run-status' }, statusBadge(s.status));
