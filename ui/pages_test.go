@@ -205,3 +205,31 @@ func TestLiveUpdates(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestDashboardAndEvaluations(t *testing.T) {
+	e := newEnv(t)
+	demoTrace(t, e)
+	b := newBuilder()
+	b.t = time.Now().Add(-time.Minute)
+	root := trace.NewSpanID()
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "recent"})
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunEnd, Name: "recent", Status: "error", Error: "x", Duration: time.Millisecond}) // both runs count as failed: the demo has a failed tool call
+	e.append(t, b.recs)
+	tb := newTab(t, 45*time.Second)
+	tb.do(t, "dashboard", chromedp.Navigate(e.ts.URL+"/#/dashboard?range=1h"), waitLoaded(`#app[data-loaded="true"] #charts svg`))
+	tot := eval[string](t, tb, `document.querySelector('#totals').innerText`)
+	if err := hasText(tot, "2 runs", "error rate 100.0%"); err != nil {
+		t.Errorf("dashboard totals: %v", err)
+	}
+	charts := eval[string](t, tb, `document.querySelector('#charts').textContent`)
+	if err := hasText(charts, "demo-model", "clock", "1 of 2 calls"); err != nil {
+		t.Errorf("dashboard charts: %v", err)
+	}
+	if n := eval[int](t, tb, `document.querySelectorAll('#charts .colchart rect.barbad').length`); n != 1 {
+		t.Errorf("%d error bars over time, want 1", n)
+	}
+	tb.screenshot(t, "dashboard")
+	tb.do(t, "evaluations", chromedp.Navigate(e.ts.URL+"/#/evaluations"), waitLoaded(`#app[data-loaded="true"] #evals`))
+	tb.screenshot(t, "evaluations")
+	tb.noConsoleErrors(t)
+}
