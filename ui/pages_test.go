@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/loupe-dev/loupe/demo"
+	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -208,7 +210,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestDashboardAndEvaluations(t *testing.T) {
 	e := newEnv(t)
-	demoTrace(t, e)
+	id := demoTrace(t, e)
 	b := newBuilder()
 	b.t = time.Now().Add(-time.Minute)
 	root := trace.NewSpanID()
@@ -229,7 +231,42 @@ func TestDashboardAndEvaluations(t *testing.T) {
 		t.Errorf("%d error bars over time, want 1", n)
 	}
 	tb.screenshot(t, "dashboard")
-	tb.do(t, "evaluations", chromedp.Navigate(e.ts.URL+"/#/evaluations"), waitLoaded(`#app[data-loaded="true"] #evals`))
+	// An evaluation run with a failed case: the list links to it, and the
+	// case shows the failed check beside the actual calls.
+	ev := newBuilder()
+	ev.t = time.Now().Add(-time.Minute)
+	er := trace.NewSpanID()
+	ev.rec(trace.Record{SpanID: er, Type: trace.TypeRunStart, Name: "eval suite", Tags: []string{evalrun.EvalTag}})
+	rows := []evalrun.Row{
+		{TestID: "adds", Verdict: "pass", Score: 1, Threshold: 0.8, Mode: "strict", TraceID: id.String()},
+		{TestID: "weather", Verdict: "fail", Score: 0.5, Threshold: 0.8, Mode: "strict", TraceID: id.String(),
+			Assertions: []evalrun.AssertionRow{{Text: "call 1 clock: zone expected \"UTC\", got \"Mars/Olympus\"", Passed: false}, {Text: "called clock", Passed: true}},
+			Output:     []evalrun.OutputMessage{{Role: "assistant", ToolCalls: []evalrun.OutputCall{{Tool: "clock", Input: map[string]any{"zone": "Mars/Olympus"}, Error: "unknown time zone"}}}}},
+	}
+	for _, r := range rows {
+		v, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.rec(trace.Record{SpanID: er, Type: trace.TypeCustom, Name: evalrun.ResultRecord, Output: trace.Value(v)})
+	}
+	ev.rec(trace.Record{SpanID: er, Type: trace.TypeRunEnd, Name: "eval suite", Status: "success", Duration: time.Millisecond})
+	e.append(t, ev.recs)
+	tb.do(t, "evaluations", chromedp.Navigate(e.ts.URL+"/#/evaluations"), waitLoaded(`#evals tr[data-trace="`+ev.id.String()+`"] a`))
 	tb.screenshot(t, "evaluations")
+	tb.do(t, "evaluation", chromedp.Click(chromedp.CSS(`#evals tr[data-trace="`+ev.id.String()+`"] a`)), waitLoaded(`.case[data-verdict="fail"] .diff`))
+	head := eval[string](t, tb, `document.querySelector('.run-head').innerText`)
+	if err := hasText(head, "1 of 2 cases pass"); err != nil {
+		t.Errorf("evaluation head: %v", err)
+	}
+	diff := eval[[]string](t, tb, `[...document.querySelectorAll('.case[data-verdict="fail"] .diff > div')].map(d => d.innerText)`)
+	if len(diff) != 2 || hasText(diff[0], `zone expected "UTC", got "Mars/Olympus"`) != nil || strings.Contains(diff[0], "called clock") ||
+		hasText(diff[1], "clock", "Mars/Olympus", "unknown time zone") != nil {
+		t.Errorf("failed case diff = %q", diff)
+	}
+	if n := eval[int](t, tb, `document.querySelectorAll('.case[data-verdict="pass"] .diff').length`); n != 0 {
+		t.Errorf("a passing case shows a diff")
+	}
+	tb.screenshot(t, "evaluation")
 	tb.noConsoleErrors(t)
 }

@@ -118,10 +118,18 @@ export function evaluationPage(main, id) {
           el('tbody', {}, r.scores.map(s => el('tr', {}, el('td', {}, clip(s.name, 80)), el('td', {}, clip(s.type, 60)),
             el('td', { className: 'num' }, Number(s.score).toFixed(2)), el('td', {}, String(s.verdict)), el('td', { className: 'snippet' }, clip(s.reason, 2000)))))));
       }
-      const failed = (r.assertions || []).filter(a => !a.passed && !a.skipped);
-      if (failed.length) box.append(el('ul', { className: 'errtext' }, failed.map(a => el('li', {}, clip(a.text, 2000)))));
+      const failed = [...(r.assertions || []), ...(r.scores || []).flatMap(s => s.assertions || [])].filter(a => !a.passed && !a.skipped);
       if (r.metrics) box.append(el('div', { className: 'muted' }, `calls matched ${r.metrics.matched} of ${r.metrics.expected} expected (${r.metrics.actual} made) · precision ${r.metrics.precision.toFixed(2)} · recall ${r.metrics.recall.toFixed(2)} · order ${r.metrics.order.toFixed(2)}`));
-      if (!ok && r.output) box.append(el('h3', {}, 'output'), jsonView(r.output));
+      if (!ok) {
+        // The actual trajectory beside what the graders expected of it
+        // (each failed check names the call and argument that differed).
+        const calls = (r.output || []).flatMap(m => m.tool_calls || []);
+        box.append(el('div', { className: 'diff' },
+          el('div', {}, el('h3', {}, 'Expected (failed checks)'),
+            failed.length ? el('ol', { className: 'errtext expected' }, failed.map(a => el('li', {}, clip(a.text, 2000)))) : el('p', { className: 'muted' }, 'no failed check recorded')),
+          el('div', {}, el('h3', {}, 'Actual tool calls'),
+            calls.length ? el('ol', { className: 'actual' }, calls.map(c => el('li', {}, el('strong', {}, clip(c.tool, 100)), c.error ? el('span', { className: 'errtext' }, ' ' + clip(c.error, 500)) : '', jsonView(c.input ?? null)))) : el('p', { className: 'muted' }, 'no tool calls'))));
+      }
       main.append(box);
     }
     main.dataset.loaded = 'true';
