@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -27,6 +29,7 @@ func newServeCmd() *cobra.Command {
 		redactWithout []string
 		redactKeys    []string
 		noUI          bool
+		open          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -77,17 +80,55 @@ after the requests in flight are committed and answered.`,
 						auth = "API keys required"
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: listening on http://%s, %s, store %s\n", a, auth, store.Redact(dbDSN(cmd)))
+					if open && !noUI {
+						if err := openBrowser(uiURL(a)); err != nil {
+							fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: --open: %v; open %s yourself\n", err, uiURL(a))
+						}
+					}
 				})
 			})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
 	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web UI at /")
+	cmd.Flags().BoolVar(&open, "open", false, "open the web UI in a browser once listening")
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
 	cmd.Flags().StringSliceVar(&redactKeys, "redact-keys", nil, "also redact the values of JSON fields with these names (e.g. ssn,customer_email)")
 	return cmd
+}
+
+// uiURL is the address of the web UI on a listener: an unspecified host
+// (0.0.0.0, ::) is reached through loopback.
+func uiURL(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// openBrowser asks the desktop to open url, without waiting for the
+// browser.
+func openBrowser(url string) error {
+	var c *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		c = exec.Command("open", url)
+	case "windows":
+		c = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		c = exec.Command("xdg-open", url)
+	}
+	if err := c.Start(); err != nil {
+		return err
+	}
+	go c.Wait() // reap it
+	return nil
 }
 
 func newKeysCmd() *cobra.Command {
