@@ -270,3 +270,37 @@ func TestDashboardAndEvaluations(t *testing.T) {
 	tb.screenshot(t, "evaluation")
 	tb.noConsoleErrors(t)
 }
+
+func TestMemoryAndThinking(t *testing.T) {
+	e := newEnv(t)
+	b := newBuilder()
+	root, m1, m2, mc := trace.NewSpanID(), trace.NewSpanID(), trace.NewSpanID(), trace.NewSpanID()
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "memo"})
+	b.rec(trace.Record{SpanID: m1, ParentID: root, Type: trace.TypeMemorySet, Name: "budget", Status: string(trace.ScopeParam), Output: trace.Value(`100`)})
+	b.rec(trace.Record{SpanID: m2, ParentID: root, Type: trace.TypeMemorySet, Name: "notes", Status: string(trace.ScopeMemory), Iteration: 1, Output: trace.Value(`"first note"`)})
+	b.rec(trace.Record{SpanID: mc, ParentID: root, Type: trace.TypeModelCall, Name: "m1", Iteration: 2, Duration: time.Millisecond,
+		Usage:    trace.Usage{InputTokens: 1000, OutputTokens: 50, CachedTokens: 600, ReasoningTokens: 20, CostUSD: 0.0042},
+		Thinking: trace.Value(`"let me think about the notes"`), Output: trace.Value(`{"$loupe":"truncated","bytes":99999,"head":"the beginning"}`)})
+	b.rec(trace.Record{SpanID: trace.NewSpanID(), ParentID: root, Type: trace.TypeMemorySet, Name: "notes", Status: string(trace.ScopeMemory), Iteration: 3, Output: trace.Value(`"second note"`)})
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunEnd, Name: "memo", Status: "success", Duration: 10 * time.Millisecond})
+	e.append(t, b.recs)
+
+	tb := newTab(t, 30*time.Second)
+	tb.do(t, "model call", chromedp.Navigate(e.ts.URL+"/#/run/"+b.id.String()+"?span="+mc.String()), waitLoaded(`#details .trunc`))
+	det := eval[string](t, tb, `document.querySelector('#details').innerText`)
+	if err := hasText(det, "cached tokens\n600", "reasoning tokens\n20", "$0.00420", "thinking", "let me think about the notes",
+		"[truncated: 99999 bytes recorded, head shown]", "the beginning"); err != nil {
+		t.Errorf("model call details: %v", err)
+	}
+	tb.do(t, "memory tab", chromedp.Click(chromedp.CSS(`#tab-memory`)), waitLoaded(`#pane-memory table`))
+	mem := eval[string](t, tb, `document.querySelector('#pane-memory').innerText`)
+	if err := hasText(mem, "budget", "100", "notes", "first note", "second note"); err != nil {
+		t.Errorf("memory: %v", err)
+	}
+	steps := eval[[]string](t, tb, `[...document.querySelectorAll('#pane-memory tbody tr td:first-child')].map(td => td.innerText)`)
+	if strings.Join(steps, ",") != "1,3" {
+		t.Errorf("memory history steps = %q, want 1,3", steps)
+	}
+	tb.screenshot(t, "memory")
+	tb.noConsoleErrors(t)
+}
