@@ -282,6 +282,10 @@ func TestMemoryAndThinking(t *testing.T) {
 		Usage:    trace.Usage{InputTokens: 1000, OutputTokens: 50, CachedTokens: 600, ReasoningTokens: 20, CostUSD: 0.0042},
 		Thinking: trace.Value(`"let me think about the notes"`), Output: trace.Value(`{"$loupe":"truncated","bytes":99999,"head":"the beginning"}`)})
 	b.rec(trace.Record{SpanID: trace.NewSpanID(), ParentID: root, Type: trace.TypeMemorySet, Name: "notes", Status: string(trace.ScopeMemory), Iteration: 3, Output: trace.Value(`"second note"`)})
+	it, guard := trace.NewSpanID(), trace.NewSpanID()
+	b.rec(trace.Record{SpanID: it, ParentID: root, Type: trace.TypeIterationStart, Iteration: 4})
+	b.rec(trace.Record{SpanID: guard, ParentID: it, Type: trace.TypeGuardrail, Name: "max-cost", Status: "stop", Iteration: 4})
+	b.rec(trace.Record{SpanID: it, ParentID: root, Type: trace.TypeIterationEnd, Iteration: 4, Status: "stop", Duration: time.Millisecond})
 	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunEnd, Name: "memo", Status: "success", Duration: 10 * time.Millisecond})
 	e.append(t, b.recs)
 
@@ -302,5 +306,20 @@ func TestMemoryAndThinking(t *testing.T) {
 		t.Errorf("memory history steps = %q, want 1,3", steps)
 	}
 	tb.screenshot(t, "memory")
+
+	// The guardrail stop is marked, and so is its path up to the root.
+	tb.do(t, "tree tab", chromedp.Click(chromedp.CSS(`#tab-tree`)))
+	marked := eval[[]string](t, tb, `[...document.querySelectorAll('#tree .row.badpath, #tree .row.guard')].map(r => r.dataset.span + (r.classList.contains('guard') ? ':guard' : ''))`)
+	if strings.Join(marked, ",") != root.String()+","+it.String()+","+guard.String()+":guard" {
+		t.Errorf("marked rows = %q, want the root, the iteration and the guardrail", marked)
+	}
+
+	// Light and dark.
+	dark := eval[bool](t, tb, `document.documentElement.classList.contains('dark')`)
+	tb.do(t, "theme", chromedp.Click(chromedp.CSS(`#theme`)))
+	if eval[bool](t, tb, `document.documentElement.classList.contains('dark')`) == dark {
+		t.Error("the theme button did not switch light and dark")
+	}
+	tb.screenshot(t, "theme-switched")
 	tb.noConsoleErrors(t)
 }

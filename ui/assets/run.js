@@ -50,7 +50,7 @@ export class Model {
     if (!n.name && r.name) n.name = r.name;
     if (r.status) n.status = r.status;
     if (r.error) n.error = r.error;
-    if (r.iteration && !n.iteration) n.iteration = r.iteration;
+    if (n.recs.length === 1) n.iteration = r.iteration || 0; // the iteration the span began in
     if (r.error || r.type === 'tool.error' || r.type === 'hook.error' || r.type === 'error') { n.failed = true; mark(n.p); }
     if (r.type === 'guardrail') { n.guard = true; mark(n.p); }
     this.version++;
