@@ -1,5 +1,5 @@
 // A collapsible JSON view built from DOM nodes (text only). Long strings
-// are folded behind a button; Loupe's truncation marker
+// are folded behind a button that unfolds them in steps; Loupe's truncation marker
 // {"$loupe":"truncated","bytes":N,"head":"…"} is shown as such.
 import { el } from './dom.js';
 
@@ -33,11 +33,22 @@ function node(v, depth) {
   return d;
 }
 
+const STEP = 100_000; // characters each "show more" adds: a page never lays out megabytes at once
+
 function str(s) {
   if (s.length <= FOLD) return el('span', { className: 's' }, JSON.stringify(s));
-  const span = el('span', { className: 's' }, JSON.stringify(s.slice(0, FOLD)).slice(0, -1) + '…');
-  const btn = el('button', { type: 'button', className: 'unfold' }, `show all ${s.length.toLocaleString('en')} chars`);
-  btn.addEventListener('click', () => { span.textContent = JSON.stringify(s); btn.remove(); });
+  let shown = FOLD;
+  const span = el('span', { className: 's' });
+  const btn = el('button', { type: 'button', className: 'unfold' });
+  const render = () => {
+    const whole = shown >= s.length;
+    span.textContent = whole ? JSON.stringify(s) : JSON.stringify(s.slice(0, shown)).slice(0, -1) + '…';
+    if (whole) { btn.remove(); return; }
+    const more = Math.min(STEP, s.length - shown);
+    btn.textContent = `show ${more.toLocaleString('en')} more of ${s.length.toLocaleString('en')} chars`;
+  };
+  btn.addEventListener('click', () => { shown += STEP; render(); });
+  render();
   return el('span', {}, span, ' ', btn);
 }
 
