@@ -306,6 +306,8 @@ func TestMemoryAndThinking(t *testing.T) {
 		t.Errorf("memory history steps = %q, want 1,3", steps)
 	}
 	tb.screenshot(t, "memory")
+	// A write links to the step that made it.
+	tb.do(t, "memory write link", chromedp.Click(chromedp.CSS(`#pane-memory a.seqlink`)), waitLoaded(`#tree .row.sel[data-span="`+m2.String()+`"]`))
 
 	// The guardrail stop is marked, and so is its path up to the root.
 	tb.do(t, "tree tab", chromedp.Click(chromedp.CSS(`#tab-tree`)))

@@ -110,7 +110,7 @@ async function load(main, id, params, signal, setStream) {
 
   const panes = {
     tree: el('div', { className: 'split', id: 'pane-tree' }),
-    memory: el('div', { id: 'pane-memory', hidden: true }, memoryView(d.memory)),
+    memory: el('div', { id: 'pane-memory', hidden: true }, memoryView(d.memory, s.trace_id)),
     stats: el('div', { id: 'pane-stats', hidden: true }, statsView(d.stats)),
     evaluations: el('div', { id: 'pane-evaluations', hidden: true }, evalsView(d.evaluations)),
   };
@@ -302,7 +302,7 @@ function spanDetails(n, m) {
   return out;
 }
 
-function memoryView(mem) {
+function memoryView(mem, traceID) {
   mem = mem || {};
   const out = el('div', { className: 'details' });
   const section = (title, obj) => {
@@ -319,7 +319,7 @@ function memoryView(mem) {
   for (const [k, ws] of Object.entries(hist)) {
     out.append(el('h3', {}, clip(k, 200)));
     const tb = el('tbody');
-    for (const w of ws) tb.append(el('tr', {}, el('td', { className: 'num' }, String(w.step)), el('td', { className: 'num' }, String(w.seq)), el('td', {}, fmtTime(w.time)), el('td', {}, jsonView(w.value))));
+    for (const w of ws) tb.append(el('tr', {}, el('td', { className: 'num' }, String(w.step)), el('td', { className: 'num' }, el('a', { href: `#/run/${encodeURIComponent(traceID)}?seq=${Number(w.seq)}`, className: 'seqlink' }, String(w.seq))), el('td', {}, fmtTime(w.time)), el('td', {}, jsonView(w.value))));
     out.append(el('table', { className: 'grid' }, el('thead', {}, el('tr', {}, ['Step', 'Seq', 'Time', 'Value'].map(h => el('th', {}, h)))), tb));
   }
   return out;
