@@ -191,7 +191,19 @@ func TestLiveUpdates(t *testing.T) {
 		t.Errorf("status of the new run = %q, want running", s)
 	}
 
-	tb.do(t, "open the running run", chromedp.Click(chromedp.CSS(`#runs a.runlink`)), waitLoaded(`#tree .row.sel`))
+	// A second run ends while the table is open: its row updates in place.
+	b2 := newBuilder()
+	b2.t = time.Now()
+	r2 := trace.NewSpanID()
+	e.post(t, b2.rec(trace.Record{SpanID: r2, Type: trace.TypeRunStart, Name: "short-run"}))
+	tb.do(t, "second run appears", waitLoaded(`#runs tr[data-trace="`+b2.id.String()+`"] [data-status="running"]`))
+	e.post(t, b2.rec(trace.Record{SpanID: r2, Type: trace.TypeRunEnd, Name: "short-run", Status: "success", Duration: time.Millisecond}))
+	tb.do(t, "second run ends", waitLoaded(`#runs tr[data-trace="`+b2.id.String()+`"] [data-status="success"]`))
+	if n := eval[int](t, tb, `document.querySelectorAll('#runs tbody tr').length`); n != 2 {
+		t.Errorf("%d rows after live updates, want 2", n)
+	}
+
+	tb.do(t, "open the running run", chromedp.Click(chromedp.CSS(`#runs tr[data-trace="`+b.id.String()+`"] a.runlink`)), waitLoaded(`#tree .row.sel`))
 	tool := trace.NewSpanID()
 	e.post(t,
 		b.rec(trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolStart, Name: "live-tool", Input: trace.Value(`{"q":1}`)}),
