@@ -46,7 +46,7 @@ func hostileTrace(t *testing.T, e *env) (trace.TraceID, trace.SpanID) {
 func TestHostileContent(t *testing.T) {
 	e := newEnv(t)
 	id, tool := hostileTrace(t, e)
-	tb := newTab(t, 60*time.Second)
+	tb := newTab(t, 90*time.Second)
 	var dialogs atomic.Int32
 	chromedp.Listen(tb.ctx, func(ev any) {
 		if strings.Contains(strings.ToLower(typeName(ev)), "dialog") {
