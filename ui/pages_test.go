@@ -83,6 +83,18 @@ func TestRunsPageAndSearch(t *testing.T) {
 	if got := eval[string](t, tb, `document.querySelector('#detail-title').innerText`); !strings.Contains(got, "clock") {
 		t.Errorf("selected span after following the hit = %q, want the clock call", got)
 	}
+
+	// Filters: the status select and Apply put them in the hash.
+	tb.do(t, "filter status=error", chromedp.Navigate(e.ts.URL+"/#/runs"), waitLoaded(`#runs tbody tr`),
+		chromedp.SetValue(chromedp.CSS(`#filters select[name=status]`), "error"),
+		chromedp.Click(chromedp.CSS(`#filters button[type=submit]`)), waitLoaded(`#empty`))
+	if h := eval[string](t, tb, `location.hash`); h != "#/runs?status=error" {
+		t.Errorf("hash after filtering = %q", h)
+	}
+	if got := eval[string](t, tb, `document.querySelector('#empty').innerText`); got != "No runs match these filters." {
+		t.Errorf("empty filtered table says %q", got)
+	}
+	tb.do(t, "filter status=success", chromedp.Navigate(e.ts.URL+"/#/runs?status=success&errors=true"), waitLoaded(`#runs tr[data-trace="`+id.String()+`"]`))
 	tb.noConsoleErrors(t)
 }
 

@@ -34,7 +34,7 @@ function filterForm(params) {
   const f = el('form', { className: 'filters', id: 'filters' });
   f.append(
     el('input', { name: 'q', type: 'search', placeholder: 'search: words "a phrase" type:tool.error tool:clock status:error', value: params.get('q') || '' }),
-    el('select', { name: 'status' }, ['', 'success', 'error', 'running', 'incomplete', 'max_iterations', 'timeout', 'cancelled', 'guardrail']
+    el('select', { name: 'status' }, ['', 'success', 'error', 'running', 'incomplete', 'max_iterations', 'limit_exceeded', 'context_canceled', 'timeout', 'hook_abort']
       .map(s => el('option', { value: s, selected: params.get('status') === s }, s || 'any status'))),
     el('input', { name: 'name', placeholder: 'name', value: params.get('name') || '', size: 10 }),
     el('input', { name: 'tag', placeholder: 'tag', value: params.get('tag') || '', size: 8 }),
@@ -65,7 +65,8 @@ export function runsPage(main, params) {
   const table = el('table', { className: 'grid', id: 'runs' },
     el('thead', {}, el('tr', {}, HEAD.map(h => el('th', { className: NUM.has(h) ? 'num' : '' }, h)))), tbody);
   const more = el('button', { type: 'button', className: 'more', id: 'more', hidden: true }, 'More');
-  const empty = el('p', { className: 'muted', id: 'empty', hidden: true }, 'No runs yet. Run `loupe demo`, or send records to this server.');
+  const empty = el('p', { className: 'muted', id: 'empty', hidden: true },
+    qs.toString() ? 'No runs match these filters.' : 'No runs yet. Run `loupe demo`, or send records to this server.');
   main.append(table, empty, more);
   let next = '';
   const load = async () => {
