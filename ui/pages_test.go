@@ -349,3 +349,31 @@ func TestMemoryAndThinking(t *testing.T) {
 	tb.screenshot(t, "theme-switched")
 	tb.noConsoleErrors(t)
 }
+
+func TestRunsPagination(t *testing.T) {
+	e := newEnv(t)
+	var recs []trace.Record
+	for i := range 60 {
+		b := newBuilder()
+		b.t = b.t.Add(time.Duration(i) * time.Minute)
+		s := trace.NewSpanID()
+		b.rec(trace.Record{SpanID: s, Type: trace.TypeRunStart, Name: "run-" + strconv.Itoa(i)})
+		b.rec(trace.Record{SpanID: s, Type: trace.TypeRunEnd, Name: "run-" + strconv.Itoa(i), Status: "success", Duration: time.Millisecond})
+		recs = append(recs, b.recs...)
+	}
+	e.append(t, recs)
+	tb := newTab(t, 30*time.Second)
+	tb.do(t, "first page", chromedp.Navigate(e.ts.URL+"/"), waitLoaded(`#more`))
+	if n := eval[int](t, tb, `document.querySelectorAll('#runs tbody tr').length`); n != 50 {
+		t.Errorf("first page has %d rows, want 50", n)
+	}
+	tb.do(t, "next page", chromedp.Click(chromedp.CSS(`#more`)), waitLoaded(`#runs tbody tr:nth-child(60)`))
+	names := eval[[]string](t, tb, `[...document.querySelectorAll('#runs a.runlink')].map(a => a.textContent)`)
+	if len(names) != 60 || names[0] != "run-59" || names[59] != "run-0" {
+		t.Errorf("after More: %d rows %q; want 60, run-59 first and run-0 last", len(names), names)
+	}
+	if eval[bool](t, tb, `!document.querySelector('#more').hidden`) {
+		t.Error("More still offered after the last page")
+	}
+	tb.noConsoleErrors(t)
+}
