@@ -26,6 +26,17 @@ fi
 step "otel-js"
 ./scripts/otel-js.sh
 
+# Headless Chromium for the web UI's browser tests (package ui, driven by
+# chromedp). They skip without it, except under CI=true, where they fail.
+step "chromium"
+if [ ! -x /usr/bin/chromium ] && [ -z "${LOUPE_CHROMIUM:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update && apt-get install -y chromium
+  else
+    echo "chromium is missing and this is not root: the browser tests will skip (fail under CI=true); install it with: sudo apt-get install -y chromium"
+  fi
+fi
+
 step "gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then

@@ -86,6 +86,11 @@ type Options struct {
 	// StreamBuffer is how many live events the server keeps for clients
 	// that reconnect with Last-Event-ID; zero means 8192.
 	StreamBuffer int
+
+	// UI, if set, answers the requests no endpoint takes outside /api/
+	// and /v1/ (the web UI, package ui, at /). It is served without an
+	// API key: it holds no trace data, which its pages read from /api/v1.
+	UI http.Handler
 }
 
 // Server is the collector's http.Handler. Create it with New; it is safe
@@ -141,6 +146,10 @@ func New(o Options) (*Server, error) {
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
+		if o.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/v1/") {
+			o.UI.ServeHTTP(w, r)
 			return
 		}
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (see /api/v1/openapi.json)", r.Method, r.URL.Path))

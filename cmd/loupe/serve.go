@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -16,6 +18,7 @@ import (
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/ui"
 )
 
 func newServeCmd() *cobra.Command {
@@ -25,6 +28,8 @@ func newServeCmd() *cobra.Command {
 		noRedact      bool
 		redactWithout []string
 		redactKeys    []string
+		noUI          bool
+		open          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -32,7 +37,7 @@ func newServeCmd() *cobra.Command {
 		Long: `Run the collector on one port: POST /v1/records (Loupe records), POST
 /v1/traces (OTLP/HTTP, protobuf or JSON: point any OpenTelemetry SDK at
 http://127.0.0.1:4318), the JSON API under /api/v1 (its OpenAPI document at
-/api/v1/openapi.json) and live streams. It stores into the same store as the
+/api/v1/openapi.json), live streams and the web UI at / (--no-ui to leave it out). It stores into the same store as the
 other commands (--db / LOUPE_DB). It listens on loopback by default; any other
 address requires API keys (loupe keys create). SIGINT or SIGTERM stops it
 after the requests in flight are committed and answered.`,
@@ -52,6 +57,9 @@ after the requests in flight are committed and answered.`,
 					}
 				}
 				o := server.Options{Store: st, RequireKeys: requireKeys}
+				if !noUI {
+					o.UI = ui.Handler()
+				}
 				if !noRedact {
 					if err := checkRuleNames(redactWithout); err != nil {
 						return err
@@ -72,16 +80,55 @@ after the requests in flight are committed and answered.`,
 						auth = "API keys required"
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: listening on http://%s, %s, store %s\n", a, auth, store.Redact(dbDSN(cmd)))
+					if open && !noUI {
+						if err := openBrowser(uiURL(a)); err != nil {
+							fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: --open: %v; open %s yourself\n", err, uiURL(a))
+						}
+					}
 				})
 			})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
+	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web UI at /")
+	cmd.Flags().BoolVar(&open, "open", false, "open the web UI in a browser once listening")
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
 	cmd.Flags().StringSliceVar(&redactKeys, "redact-keys", nil, "also redact the values of JSON fields with these names (e.g. ssn,customer_email)")
 	return cmd
+}
+
+// uiURL is the address of the web UI on a listener: an unspecified host
+// (0.0.0.0, ::) is reached through loopback.
+func uiURL(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// openBrowser asks the desktop to open url, without waiting for the
+// browser.
+func openBrowser(url string) error {
+	var c *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		c = exec.Command("open", url)
+	case "windows":
+		c = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		c = exec.Command("xdg-open", url)
+	}
+	if err := c.Start(); err != nil {
+		return err
+	}
+	go c.Wait() // reap it
+	return nil
 }
 
 func newKeysCmd() *cobra.Command {
