@@ -31,7 +31,7 @@ step "otel-js"
 step "chromium"
 if [ ! -x /usr/bin/chromium ] && [ -z "${LOUPE_CHROMIUM:-}" ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update && apt-get install -y chromium
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   else
     echo "chromium is missing and this is not root: the browser tests will skip (fail under CI=true); install it with: sudo apt-get install -y chromium"
   fi
