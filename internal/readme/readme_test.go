@@ -55,19 +55,37 @@ func codeLines(code string) (lines, imports []string) {
 	return lines, imports
 }
 
-// TestREADMESnippets: every ```go block of README.md is, line for line,
-// the code between "// README:" markers of an Example in example_test.go,
+// TestREADMESnippets: every ```go block of README.md and docs/*.md is,
+// line for line, the code between "// README:" markers of an Example in
+// one of this package's *example_test.go files,
 // which go test compiles; the packages it imports are imported there. A
 // snippet that does not compile, or that was changed in one place only,
 // fails here.
 func TestREADMESnippets(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(testrepo.Root(t), "README.md"))
+	root := testrepo.Root(t)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile("example_test.go")
+	var readme []byte
+	for _, name := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme = append(append(readme, b...), '\n')
+	}
+	examples, err := filepath.Glob("*example_test.go")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var src []byte
+	for _, name := range examples {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(append(src, b...), '\n')
 	}
 	// The marked regions of the examples.
 	var regions [][]string
@@ -97,11 +115,11 @@ func TestREADMESnippets(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("README.md's go block %d is not an Example in internal/readme/example_test.go (copy it there between // README: markers, or fix the drift):\n%s", i+1, b)
+			t.Errorf("the go block %d of README.md and docs/*.md is not an Example in internal/readme (copy it into an *example_test.go there, between // README: markers, or fix the drift):\n%s", i+1, b)
 		}
 		for _, imp := range imports {
 			if !strings.Contains(strings.Join(fileImports, "\n"), imp) {
-				t.Errorf("README.md's go block %d imports %s, which example_test.go does not", i+1, imp)
+				t.Errorf("the go block %d of README.md and docs/*.md imports %s, which no internal/readme example file does", i+1, imp)
 			}
 		}
 	}
