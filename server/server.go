@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/otlp"
+	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -71,11 +72,17 @@ type Options struct {
 
 	// Redact, if set, is called on every ingested record before it is
 	// stored; it may change the record's values in place (it must not
-	// change ids, seq or type). This is the hook for package redact:
-	// `loupe serve` is meant to install its default redaction here.
-	// Records decoded from a request are owned by the server, so Redact
-	// may keep or modify them.
+	// change ids, seq or type). This is the hook for package redact;
+	// `loupe serve` installs its default redaction here. Records decoded
+	// from a request are owned by the server, so Redact may keep or
+	// modify them.
 	Redact func(*trace.Record)
+
+	// Prices, if set, prices the model calls that arrive with tokens but
+	// no cost (most OpenTelemetry instrumentations send none), before
+	// they are stored. A model the table does not know keeps no cost:
+	// unknown, not free.
+	Prices *price.Table
 
 	// OTLP are the limits applied when mapping OTLP spans.
 	OTLP otlp.Options

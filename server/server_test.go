@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/loupe-dev/loupe/otlp"
+	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
@@ -707,5 +708,39 @@ func TestHTTPServerLimits(t *testing.T) {
 	b, err := io.ReadAll(c)
 	if err != nil || !strings.Contains(string(b), "408") && len(b) != 0 {
 		t.Errorf("slow headers: %q %v", b, err)
+	}
+}
+
+// TestIngestPricesModelCalls: a model call that arrives with tokens and no
+// cost is priced from the table; one with a cost keeps it; an unknown
+// model keeps no cost (unknown, not free).
+func TestIngestPricesModelCalls(t *testing.T) {
+	table, err := price.Parse([]byte(`{"models":[{"model":"m-priced","input":2,"output":10,"valid_from":"2025-01-01"}]}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, Options{Prices: table})
+	tid := trace.TraceID{0xc0, 0x57}
+	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	call := func(seq uint64, model string, cost float64) trace.Record {
+		return trace.Record{V: 1, TraceID: tid, SpanID: trace.SpanID{byte(seq)}, ParentID: trace.SpanID{1}, Seq: seq, Time: t0, Type: trace.TypeModelCall,
+			Name: model, Usage: trace.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CostUSD: cost}}
+	}
+	recs := []trace.Record{
+		{V: 1, TraceID: tid, SpanID: trace.SpanID{1}, Seq: 1, Time: t0, Type: trace.TypeRunStart, Name: "agent"},
+		call(2, "m-priced", 0), call(3, "m-priced", 0.5), call(4, "m-unknown", 0),
+	}
+	if code, body, _ := e.do("POST", "/v1/records", "", ndjson(recs)); code != 200 {
+		t.Fatalf("POST /v1/records: %d %s", code, body)
+	}
+	got, err := e.st.Trace(context.Background(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]float64{2: 2 + 1, 3: 0.5, 4: 0}
+	for _, r := range got.Records {
+		if w, ok := want[r.Seq]; ok && r.Usage.CostUSD != w {
+			t.Errorf("seq %d (%s): cost %v, want %v", r.Seq, r.Name, r.Usage.CostUSD, w)
+		}
 	}
 }

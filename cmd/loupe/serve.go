@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
@@ -56,7 +57,11 @@ after the requests in flight are committed and answered.`,
 						return fmt.Errorf("serving on %s requires API keys (off loopback, or --require-keys), and the store has none: create one with loupe keys create --scope ingest (and --scope read)", addr)
 					}
 				}
-				o := server.Options{Store: st, RequireKeys: requireKeys}
+				prices, err := price.Default() // the built-in table, under LOUPE_PRICES if set
+				if err != nil {
+					return err
+				}
+				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices}
 				if !noUI {
 					o.UI = ui.Handler()
 				}
