@@ -74,21 +74,6 @@ func TestExportNothingMatched(t *testing.T) {
 	}
 }
 
-// shared returns the path of rel under ../shared/testdata/real beside the
-// repository (the project's shared inputs), skipping the test when that
-// folder is missing outside CI.
-func shared(t *testing.T, rel string) string {
-	t.Helper()
-	p := filepath.Join(testrepo.Root(t), "..", "shared", "testdata", "real", filepath.FromSlash(rel))
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI runs with shared/ beside the repository, but %s is missing", p)
-		}
-		t.Skipf("%s is missing (shared/ is not beside this checkout)", p)
-	}
-	return p
-}
-
 // TestImportNotATrace: files that are not traces get a message saying
 // what they look like and which command reads them, with or without
 // --format.
@@ -105,11 +90,11 @@ func TestImportNotATrace(t *testing.T) {
 			[]string{"looks like an AgentV eval file (tests, providers)", "loupe eval FILE"}},
 		{func(t *testing.T) string { return testrepo.Real(t, "agentv/expected-messages-demo.v2.yaml") }, []string{"--format", "agentv"},
 			[]string{"looks like an AgentV eval file", "loupe eval FILE", "read as agentv"}},
-		{func(t *testing.T) string { return shared(t, "omni/demo-loop.yaml") }, nil,
+		{func(t *testing.T) string { return testrepo.Real(t, "omni/demo-loop.yaml") }, nil,
 			[]string{"looks like a pipeline definition", "session_*.trace.json"}},
-		{func(t *testing.T) string { return shared(t, "ultrarag/vanilla_rag.yaml") }, nil,
+		{func(t *testing.T) string { return testrepo.Real(t, "ultrarag/vanilla_rag.yaml") }, nil,
 			[]string{"looks like a pipeline definition"}},
-		{func(t *testing.T) string { return shared(t, "omni/contracts.v1.json") }, nil,
+		{func(t *testing.T) string { return testrepo.Real(t, "omni/contracts.v1.json") }, nil,
 			[]string{"omni tool-contracts file"}},
 	} {
 		file := tc.file(t)
