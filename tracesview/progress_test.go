@@ -60,7 +60,7 @@ func TestImportProgress(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.file, err, errw.String())
 		}
-		gotBar := strings.Contains(progress.String(), "importing "+filepath.Base(tc.file)) && strings.Contains(progress.String(), "MB")
+		gotBar := strings.Contains(progress.String(), "importing "+filepath.Base(tc.file)) && strings.Contains(progress.String(), "% |")
 		if gotBar != tc.wantBar {
 			t.Errorf("%s (progress %v): bar shown %v, want %v: %q", tc.file, tc.progress, gotBar, tc.wantBar, progress.String())
 		}
