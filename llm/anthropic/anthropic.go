@@ -25,9 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +33,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/llm/internal/callerr"
 	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -164,7 +163,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 		resp = m.response(msg)
 	}
 	if err != nil {
-		return resp, retried(m.wrap(ctx, err), int(attempts.Load()))
+		return resp, callerr.Retried(m.wrap(ctx, err), int(attempts.Load()))
 	}
 	if resp.FinishReason == string(anthropic.StopReasonRefusal) {
 		return resp, &RefusalError{Model: m.name, Content: resp.Content}
@@ -439,25 +438,13 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		if what != "" {
 			s += " (" + what + ")"
 		}
-		return &apiError{msg: s, err: err}
+		return callerr.API(s, err)
 	}
-	var ue *url.Error
-	var ne net.Error
-	if errors.As(err, &ue) || errors.As(err, &ne) {
+	if callerr.Unreachable(err) {
 		return fmt.Errorf("anthropic: model %s: could not reach the API (check the base URL and network): %w", m.name, err)
 	}
 	return fmt.Errorf("anthropic: model %s: %w", m.name, err)
 }
-
-// apiError is an API error with a message of Loupe's: the SDK's own leads
-// with the request URL.
-type apiError struct {
-	msg string
-	err error
-}
-
-func (e *apiError) Error() string { return e.msg }
-func (e *apiError) Unwrap() error { return e.err }
 
 // countAttempts is a per-call middleware counting the HTTP attempts the
 // SDK makes, its own retries included.
@@ -467,21 +454,3 @@ func countAttempts(n *atomic.Int32) option.RequestOption {
 		return next(r)
 	})
 }
-
-// retried says in err how many attempts the SDK made when it retried, so
-// the model.call record shows the retries behind a failure.
-func retried(err error, attempts int) error {
-	if attempts <= 1 {
-		return err
-	}
-	return &retryError{attempts: attempts, err: err}
-}
-
-// retryError is a call's error after the SDK retried it.
-type retryError struct {
-	attempts int
-	err      error
-}
-
-func (e *retryError) Error() string { return fmt.Sprintf("%v (after %d attempts)", e.err, e.attempts) }
-func (e *retryError) Unwrap() error { return e.err }
