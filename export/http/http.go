@@ -25,11 +25,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/loupe-dev/loupe/export/internal/retryafter"
 	"github.com/loupe-dev/loupe/trace"
 )
 
@@ -444,7 +444,7 @@ func (s *Sink) send(batch []trace.Record) sendResult {
 		res.ok = true
 		return res
 	case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
-		res.retryAfter = retryAfter(resp.Header.Get("Retry-After"))
+		res.retryAfter = retryafter.Parse(resp.Header.Get("Retry-After"))
 	default:
 		res.permanent = true
 		var eb struct {
@@ -463,20 +463,6 @@ func (s *Sink) send(batch []trace.Record) sendResult {
 	res.msg = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(msg))
 	res.err = fmt.Errorf("export/http: %s answered %s", s.url, res.msg)
 	return res
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }
 
 var _ trace.Sink = (*Sink)(nil)

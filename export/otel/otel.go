@@ -22,13 +22,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/loupe-dev/loupe/export/internal/retryafter"
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -166,9 +166,7 @@ func (s *Sink) post(ctx context.Context, td ptrace.Traces) error {
 			case c >= 200 && c < 300:
 				return nil
 			case c == 429 || c == 502 || c == 503 || c == 504:
-				if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n >= 0 {
-					wait = time.Duration(n) * time.Second
-				}
+				wait = retryafter.Parse(resp.Header.Get("Retry-After"))
 				last = fmt.Errorf("%s answered %s", s.o.Endpoint, resp.Status)
 			default:
 				return fmt.Errorf("%s answered %s: %s", s.o.Endpoint, resp.Status, strings.TrimSpace(string(msg)))
