@@ -26,6 +26,11 @@ fi
 step "otel-js"
 ./scripts/otel-js.sh
 
+# The MCP reference servers and the MCP TypeScript SDK (its client), real
+# peers for package mcp's and the loupe mcp server's tests.
+step "mcp-js"
+./scripts/mcp-js.sh
+
 # Headless Chromium for the web UI's browser tests (package ui, driven by
 # chromedp). They skip without it, except under CI=true, where they fail.
 step "chromium"
