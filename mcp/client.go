@@ -222,7 +222,15 @@ func connect(ctx context.Context, s Server, t mcpsdk.Transport, p *proc) (*Clien
 	}
 	c.sess = sess
 	if err := c.listTools(ctx, s.Prefix); err != nil {
-		sess.Close()
+		closed := make(chan struct{})
+		go func() { // over HTTP a DELETE a broken server may never answer
+			sess.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(2 * time.Second):
+		}
 		return fail("listing tools", err)
 	}
 	go c.watch()

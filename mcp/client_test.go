@@ -14,6 +14,7 @@ import (
 
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/mcp"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // agentCall is a tool call as a model makes it.
@@ -426,5 +427,26 @@ func TestCloseDuringCall(t *testing.T) {
 				t.Fatal("the call in progress did not end with Close")
 			}
 		})
+	}
+}
+
+// TestConnectTransport connects to a server in the same process.
+func TestConnectTransport(t *testing.T) {
+	ctx := context.Background()
+	st, ct := mcpsdk.NewInMemoryTransports()
+	if _, err := newTestServer(nil, nil).Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := mcp.ConnectTransport(ctx, mcp.Server{Name: "mem", Prefix: true, CallTimeout: 200 * time.Millisecond}, ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out, err := c.Call(ctx, agentCall("mem__echo", `{"message":"hi"}`))
+	if err != nil || string(out) != `{"server":"mem","tool":"echo","text":"echo: hi"}` {
+		t.Errorf("mem__echo: %s, %v", out, err)
+	}
+	if _, err := c.CallTool(ctx, "hang", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hang: err = %v, want the CallTimeout", err)
 	}
 }
