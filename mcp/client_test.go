@@ -113,6 +113,13 @@ func TestPrefix(t *testing.T) {
 	if _, err := c.Call(context.Background(), agentCall("echo", `{}`)); err == nil || !strings.Contains(err.Error(), "gotest__echo") {
 		t.Errorf("Call(echo) with a prefix: err = %v, want the list of tools", err)
 	}
+
+	// A name model APIs would refuse in a tool name is made safe.
+	s.Name = "my server.v2"
+	c = connect(t, s)
+	if d := c.Definitions()[0]; !strings.HasPrefix(d.Name, "my_server_v2__") {
+		t.Errorf("tool %q: want the prefix my_server_v2__", d.Name)
+	}
 }
 
 func TestCall(t *testing.T) {
