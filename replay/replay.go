@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/trace"
 )
 
 // Divergence kinds: what differs between the replayed run and the
@@ -189,6 +190,9 @@ func (m replayModel) Generate(ctx context.Context, req agent.Request) (agent.Res
 	}
 	i := r.nextModel
 	step := r.step + 1
+	if n := trace.FromContext(ctx).Iteration(); n > 0 {
+		step = n // a traced run knows its step
+	}
 	if i < len(r.models) && !r.live {
 		step = r.models[i].Step
 	}
@@ -203,7 +207,7 @@ func (m replayModel) Generate(ctx context.Context, req agent.Request) (agent.Res
 		}
 		r.live = true
 		r.nextModel++
-		r.step = max(r.step+1, r.opts.FromStep)
+		r.step = max(step, r.opts.FromStep)
 		r.stats.LiveModelCalls++
 		r.mu.Unlock()
 		return r.opts.Live.Generate(ctx, req)
@@ -389,9 +393,10 @@ func (t *replayTools) Call(ctx context.Context, call agent.ToolCall) (json.RawMe
 		var df differ
 		df.old, df.new = "recorded", "replayed"
 		df.add("replayed input: %s", shorten(string(call.Input), 120))
-		for k, c := range r.tools {
-			if c.Step == r.step && !r.usedTool[k] {
-				df.add("recorded at this step and not made yet: %s %s", c.Name, shorten(string(c.Input), 80))
+		// Not which of them were made yet: parallel calls come in any order.
+		for _, c := range r.tools {
+			if c.Step == r.step {
+				df.add("recorded at this step: %s %s", c.Name, shorten(string(c.Input), 80))
 			}
 		}
 		return nil, r.diverge(&Divergence{Step: r.step, Call: fmt.Sprintf("tool call (%s)", call.Name), Kind: DivergedExtraCall,
@@ -486,7 +491,7 @@ func (r *Replayer) Finish(res agent.Result) *Divergence {
 	if first != nil {
 		why := fmt.Sprintf("the replayed run ended (%s) without making it", res.Termination)
 		if res.Err != nil {
-			why = fmt.Sprintf("the replayed run ended (%s: %s) without making it", res.Termination, shorten(res.Err.Error(), 160))
+			why = fmt.Sprintf("the replayed run ended without making it: %s", shorten(res.Err.Error(), 160))
 		}
 		return r.diverge(missing(first, why))
 	}
