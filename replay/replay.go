@@ -21,6 +21,9 @@ const (
 	DivergedExtraCall = "extra_call"   // the replay made a call the recording has not
 	DivergedMissing   = "missing_call" // the replay did not make a call the recording has
 	DivergedOutcome   = "outcome"      // the same calls, but another answer or termination
+	// DivergedToolOutcome: the same tool call, another output or error
+	// (traces diff only: a replay answers tools from the recording).
+	DivergedToolOutcome = "tool_outcome"
 )
 
 // A Divergence is the first place where a replayed run differs from its

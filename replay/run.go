@@ -31,9 +31,9 @@ type RunOptions struct {
 // A Report is what Run found: how the replayed run went and where it
 // first diverged from the recording.
 type Report struct {
-	Original    trace.TraceID `json:"original"`          // the recorded run
-	Name        string        `json:"name"`              // its name
-	Trace       trace.TraceID `json:"trace,omitzero"`    // the new run's trace, when traced
+	Original    trace.TraceID `json:"original"`            // the recorded run
+	Name        string        `json:"name"`                // its name
+	Trace       trace.TraceID `json:"trace,omitzero"`      // the new run's trace, when traced
 	FromStep    int           `json:"from_step,omitempty"` // the first live step, when branched
 	LiveModel   string        `json:"live_model,omitempty"`
 	Stats       Stats         `json:"stats"`
