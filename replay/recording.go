@@ -73,6 +73,10 @@ type Recording struct {
 	Status         string // the termination reason; "" when the run has not ended
 	Err            string // why the run failed, if it did
 	Ended          bool   // the trace has the root run.end
+	// Limits are the limits the run was stopped by, read from its
+	// guardrail records (the limits it never reached left no trace), so
+	// that a replay stops where the run did.
+	Limits agent.Limits
 	// Problems lists what makes the recording unfit to replay: lost,
 	// truncated, omitted or redacted values, an unfinished run. Load
 	// refuses a recording that has any; Read keeps them here.
@@ -195,24 +199,28 @@ func (rd *reader) add(r *trace.Record) {
 		}
 		rd.started = true
 		rec.Name, rec.Tags = r.Name, r.Tags
-		rec.Input = rd.value(r, "input", r.Input).Text()
+		rec.Input = text(rd.value(r, "input", r.Input))
 	case trace.TypeRunEnd:
 		rec.Ended, rec.Status, rec.Err = true, r.Status, r.Error
-		rec.Answer = r.Output.Text()
+		rec.Answer = text(r.Output)
 	case trace.TypeToolDiscovered:
 		d := agent.ToolDef{Name: r.Name, Schema: json.RawMessage(rd.value(r, "input", r.Input))}
 		if r.Output != nil {
 			rec.DescribedTools = true
-			d.Description = rd.value(r, "output", r.Output).Text()
+			d.Description = text(rd.value(r, "output", r.Output))
 		}
 		rec.Tools = append(rec.Tools, d)
 	case trace.TypeMessage:
 		if r.Name == agent.RoleSystem && !rd.sawSystem {
 			rd.sawSystem = true
-			rec.System = rd.value(r, "output", r.Output).Text()
+			rec.System = text(rd.value(r, "output", r.Output))
 		}
 	case trace.TypeModelCall:
 		rd.modelCall(r)
+	case trace.TypeGuardrail:
+		if r.Status == "abort" {
+			rd.limit(r)
+		}
 	case trace.TypeToolStart:
 		rd.tools++
 		rec.Calls = append(rec.Calls, Call{Kind: KindTool, Step: r.Iteration, Index: rd.tools, Seq: r.Seq, Name: r.Name,
@@ -294,7 +302,7 @@ func (rd *reader) modelCall(r *trace.Record) {
 		}
 	}
 	if r.Thinking != nil {
-		c.Response.Thinking = rd.value(r, "thinking", r.Thinking).Text()
+		c.Response.Thinking = text(rd.value(r, "thinking", r.Thinking))
 	}
 	c.Response.Usage, c.Response.FinishReason = r.Usage, r.Status
 	if redacted(r.Error) {
@@ -321,6 +329,14 @@ func (rd *reader) modelCall(r *trace.Record) {
 	rd.claimed = make([]bool, len(c.Response.ToolCalls))
 }
 
+// text is v as text; "" for no value (Value.Text says "null").
+func text(v trace.Value) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v.Text()
+}
+
 func redacted(s string) bool { return strings.Contains(s, redact.DefaultReplacement) }
 
 func (rd *reader) finish() {
@@ -337,5 +353,33 @@ func (rd *reader) finish() {
 	for _, i := range rd.open {
 		c := &rec.Calls[i]
 		rd.problem("record %d: tool call %d (%s, step %d) never ended; its result is unknown", c.Seq, c.Index, c.Name, c.Step)
+	}
+}
+
+// limit keeps the limit a guardrail record says stopped the run.
+func (rd *reader) limit(r *trace.Record) {
+	var d struct {
+		Limit json.Number `json:"limit"`
+	}
+	if json.Unmarshal(r.Output, &d) != nil || d.Limit == "" {
+		return
+	}
+	l := &rd.rec.Limits
+	n, _ := d.Limit.Int64()
+	f, _ := d.Limit.Float64()
+	switch rule := r.Name; {
+	case rule == "max_iterations":
+		l.MaxIterations = int(n)
+	case rule == "max_tool_calls":
+		l.MaxToolCalls = int(n)
+	case strings.HasPrefix(rule, "max_tool_calls:"):
+		if l.MaxToolCallsPerTool == nil {
+			l.MaxToolCallsPerTool = map[string]int{}
+		}
+		l.MaxToolCallsPerTool[strings.TrimPrefix(rule, "max_tool_calls:")] = int(n)
+	case rule == "max_tokens":
+		l.MaxTokens = n
+	case rule == "max_cost_usd":
+		l.MaxCostUSD = f
 	}
 }

@@ -245,3 +245,30 @@ func TestUnreplayable(t *testing.T) {
 		}
 	})
 }
+
+func TestReplayStoppedByLimit(t *testing.T) {
+	s, err := scripted.Parse([]byte(script), "script.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := &agent.Executor{Tracer: trace.New(trace.Options{}), Limits: agent.Limits{MaxToolCalls: 2}}
+	res := exec.Run(context.Background(), &agent.ReAct{Model: s.NewModel(), Sequential: true,
+		Tools: agent.NewToolbox(addTool("Adds two numbers."), lookupTool())}, "Add.")
+	if res.Termination != trace.TerminationLimitExceeded {
+		t.Fatalf("the recorded run ended with %s", res.Termination)
+	}
+	rec, err := replay.Load(res.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Limits.MaxToolCalls != 2 {
+		t.Fatalf("limits read from the guardrail: %+v", rec.Limits)
+	}
+	rep, err := replay.Run(context.Background(), rec, replay.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Divergence != nil || rep.Termination != string(trace.TerminationLimitExceeded) {
+		t.Fatalf("replay of a run stopped by a limit: %s, divergence %v", rep.Termination, rep.Divergence)
+	}
+}

@@ -24,7 +24,9 @@ type RunOptions struct {
 	// Tracer records the new run; nil runs it untraced. A branched run
 	// is tagged TagOf+original id and TagFromStep+N.
 	Tracer *trace.Tracer
-	// Limits bound the new run (a live model may not stop by itself).
+	// Limits bound a branched run (a live model may not stop by itself).
+	// A replay without a branch uses the limits the recorded run was
+	// stopped by (Recording.Limits), so that it stops where the run did.
 	Limits agent.Limits
 }
 
@@ -59,7 +61,11 @@ func Run(ctx context.Context, rec *Recording, o RunOptions) (*Report, error) {
 	if o.FromStep > 0 {
 		tags = []string{TagOf + rec.TraceID.String(), TagFromStep + strconv.Itoa(o.FromStep)}
 	}
-	exec := &agent.Executor{Name: rec.Name, Tracer: o.Tracer, Tags: tags, Limits: o.Limits}
+	limits := rec.Limits
+	if o.FromStep > 0 {
+		limits = o.Limits
+	}
+	exec := &agent.Executor{Name: rec.Name, Tracer: o.Tracer, Tags: tags, Limits: limits}
 	res := exec.Run(ctx, rp.ReAct(), rec.Input)
 	rep := &Report{Original: rec.TraceID, Name: rec.Name, Trace: res.TraceID, FromStep: o.FromStep,
 		Answer: res.Answer, Termination: string(res.Termination), Tags: tags}

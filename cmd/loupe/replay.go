@@ -47,7 +47,7 @@ Models (--model PROVIDER:MODEL):
 ` + llm.Help(),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := replay.RunOptions{Limits: agent.Limits{MaxIterations: maxSteps}}
+			o := replay.RunOptions{Limits: agent.Limits{MaxIterations: maxSteps}} // for a branch only
 			if cmd.Flag("system").Changed {
 				o.System = &system
 			}
@@ -98,7 +98,7 @@ Models (--model PROVIDER:MODEL):
 	f.IntVar(&fromStep, "from-step", 0, "branch: answer step N and after with --model instead of the recording")
 	f.StringVar(&modelSpec, "model", "", "the model that answers after the branch, e.g. openai:gpt-4o-mini or scripted:FILE")
 	f.StringVar(&system, "system", "", "replace the recorded system prompt")
-	f.IntVar(&maxSteps, "max-steps", 50, "stop the new run after this many steps (0: no limit)")
+	f.IntVar(&maxSteps, "max-steps", 50, "stop a branch after this many steps (0: no limit)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
