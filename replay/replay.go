@@ -154,11 +154,20 @@ func (r *Replayer) replayed(step int) bool {
 }
 
 // diverge keeps d if it is the first divergence and returns the first.
+// Parallel tool calls of one step are compared in whatever order they
+// run: among their divergences the one of the earliest recorded call wins
+// (a call the recording lacks, Seq 0, comes last), so that the report
+// does not depend on scheduling.
 func (r *Replayer) diverge(d *Divergence) *Divergence {
-	if r.div == nil {
+	if r.div == nil || r.toolStep(r.div) && r.toolStep(d) && r.div.Step == d.Step && d.Seq != 0 && (r.div.Seq == 0 || d.Seq < r.div.Seq) {
 		r.div = d
 	}
 	return r.div
+}
+
+// toolStep reports whether d is about a tool call of the current step.
+func (r *Replayer) toolStep(d *Divergence) bool {
+	return (d.Kind == DivergedToolInput || d.Kind == DivergedExtraCall && strings.HasPrefix(d.Call, "tool")) && d.Step == r.step
 }
 
 // Model returns the model of the replayed run: it answers each call with
@@ -373,7 +382,7 @@ func (t *replayTools) Definitions() []agent.ToolDef { return t.defs }
 func (t *replayTools) Call(ctx context.Context, call agent.ToolCall) (json.RawMessage, error) {
 	r := t.r
 	r.mu.Lock()
-	if r.div != nil {
+	if r.div != nil && !r.toolStep(r.div) {
 		r.mu.Unlock()
 		return nil, r.div
 	}

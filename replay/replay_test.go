@@ -272,3 +272,25 @@ func TestReplayStoppedByLimit(t *testing.T) {
 		t.Fatalf("replay of a run stopped by a limit: %s, divergence %v", rep.Termination, rep.Divergence)
 	}
 }
+
+// Two parallel tool calls that both differ: the earliest recorded one is
+// reported, whatever order they ran in.
+func TestParallelDivergenceDeterministic(t *testing.T) {
+	rec := load(t)
+	for range 20 {
+		rp, err := replay.New(rec, replay.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec := &agent.Executor{Hooks: []agent.Hook{agent.HookFunc(func(_ context.Context, _ *trace.ExecutionContext, ev *agent.HookEvent) error {
+			if ev.Point == agent.BeforeTool && ev.ToolCall.Name == "add" {
+				ev.ToolCall.Input = json.RawMessage(`{"a":0,"b":0}`)
+			}
+			return nil
+		})}}
+		d := rp.Finish(exec.Run(context.Background(), rp.ReAct(), rec.Input))
+		if d == nil || d.Call != "tool call 1 (add)" {
+			t.Fatalf("divergence %v, want tool call 1 (add)", d)
+		}
+	}
+}
