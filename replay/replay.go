@@ -313,10 +313,14 @@ func (r *Replayer) compareRequest(c *Call, req agent.Request) *Divergence {
 	// Tools first: the messages of a run whose tools changed would not
 	// say why they changed.
 	recTools := r.rec.Tools
-	if c.Request != nil && c.Request.Tools != len(recTools) && len(req.Tools) != c.Request.Tools {
-		df.add("the request offers %d tools; the recorded one offered %d", len(req.Tools), c.Request.Tools)
-	} else if c.Request == nil || c.Request.Tools == len(recTools) {
+	switch {
+	case c.Request == nil || c.Request.Tools == len(recTools):
 		df.tools(recTools, req.Tools, r.rec.DescribedTools)
+	case len(req.Tools) != c.Request.Tools:
+		// The loop changed its tools during the run: the definitions
+		// recorded at its start are not the ones this call saw, and the
+		// count is what the record has.
+		df.add("the request offers %d tools; the recorded one offered %d", len(req.Tools), c.Request.Tools)
 	}
 	if len(df.lines) > 0 {
 		return &Divergence{Step: c.Step, Call: at, Kind: DivergedTools, Seq: c.Seq,
