@@ -344,6 +344,9 @@ func (rd *reader) finish() {
 	if !rd.started {
 		rd.problem("the records hold no run.start of a root run; is this a trace of an agent run?")
 	}
+	if rd.started && rd.models == 0 {
+		rd.problem("the run has no model call of its own (model.call records of the root run): it was not recorded by an agent loop whose model calls Loupe traced, as imported traces often are not; there is nothing to replay")
+	}
 	if rd.lost > 0 {
 		rd.problem("%d records of the trace were lost on the way to the store (dropped records); replay needs every model and tool call", rd.lost)
 	}
