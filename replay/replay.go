@@ -332,13 +332,7 @@ func (r *Replayer) compareRequest(c *Call, req agent.Request) *Divergence {
 	if h := c.Request.History; h != nil {
 		want := h
 		if r.opts.System != nil {
-			want = append([]agent.Message(nil), h...)
-			for k := range want {
-				if want[k].Role == agent.RoleSystem {
-					want[k].Content = *r.opts.System
-					break
-				}
-			}
+			want = withSystem(h, *r.opts.System)
 		}
 		df.messages(want, req.Messages)
 	} else {
@@ -356,6 +350,23 @@ func (r *Replayer) compareRequest(c *Call, req agent.Request) *Divergence {
 			Summary: "the model was asked with other messages", Diff: df.result()}
 	}
 	return nil
+}
+
+// withSystem returns msgs with the system prompt replaced by system, as
+// agent.ReAct would have started them: no system message for "", one
+// added in front when the recorded run had none.
+func withSystem(msgs []agent.Message, system string) []agent.Message {
+	out := make([]agent.Message, 0, len(msgs)+1)
+	if len(msgs) == 0 || msgs[0].Role != agent.RoleSystem {
+		if system != "" {
+			out = append(out, agent.Message{Role: agent.RoleSystem, Content: system})
+		}
+		return append(out, msgs...)
+	}
+	if system != "" {
+		out = append(out, agent.Message{Role: agent.RoleSystem, Content: system})
+	}
+	return append(out, msgs[1:]...)
 }
 
 // ToolChain returns tools with the recorded definitions whose calls are

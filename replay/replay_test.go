@@ -294,3 +294,18 @@ func TestParallelDivergenceDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Options.System stands in for the recorded system prompt in what the
+// replay expects, also when it adds or removes one.
+func TestReplaySystemOption(t *testing.T) {
+	rec := load(t)
+	for _, system := range []string{"Another prompt.", ""} {
+		rp, err := replay.New(rec, replay.Options{System: &system})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := rp.Finish((&agent.Executor{}).Run(context.Background(), rp.ReAct(), rec.Input)); d != nil {
+			t.Errorf("System %q: %v", system, d)
+		}
+	}
+}
