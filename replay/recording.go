@@ -129,7 +129,7 @@ func (e *UnreplayableError) Error() string {
 // is listed in Problems. It suits views (traces diff) that show what
 // there is; a replay must use Load.
 func Read(recs []trace.Record) *Recording {
-	rd := reader{rec: &Recording{}, open: map[trace.SpanID]int{}, lastModel: -1}
+	rd := reader{rec: &Recording{}, open: map[trace.SpanID]int{}, inner: map[trace.SpanID]bool{}, lastModel: -1}
 	for i := range recs {
 		rd.add(&recs[i])
 	}
@@ -141,7 +141,8 @@ type reader struct {
 	rec       *Recording
 	started   bool
 	sawSystem bool
-	open      map[trace.SpanID]int // tool.start span → index in Calls
+	open      map[trace.SpanID]int  // tool.start span → index in Calls
+	inner     map[trace.SpanID]bool // tool calls made inside other tool calls, left out
 	models    int
 	tools     int
 	lost      int64
@@ -216,26 +217,30 @@ func (rd *reader) add(r *trace.Record) {
 			rec.System = text(rd.value(r, "output", r.Output))
 		}
 	case trace.TypeModelCall:
+		if len(rd.open) > 0 {
+			return // made inside a tool call (see inner)
+		}
 		rd.modelCall(r)
 	case trace.TypeGuardrail:
 		if r.Status == "abort" {
 			rd.limit(r)
 		}
 	case trace.TypeToolStart:
-		rd.tools++
-		rec.Calls = append(rec.Calls, Call{Kind: KindTool, Step: r.Iteration, Index: rd.tools, Seq: r.Seq, Name: r.Name,
-			Input: json.RawMessage(rd.value(r, "input", r.Input))})
-		rd.open[r.SpanID] = len(rec.Calls) - 1
-		rd.claimID(len(rec.Calls) - 1)
+		if rd.toolCall(r) {
+			rd.open[r.SpanID] = len(rec.Calls) - 1
+		}
 	case trace.TypeToolEnd, trace.TypeToolError:
+		if rd.inner[r.SpanID] {
+			delete(rd.inner, r.SpanID)
+			return
+		}
 		i, ok := rd.open[r.SpanID]
 		if !ok {
 			// A call recorded in one record (ExecutionContext.ToolCall).
-			rd.tools++
-			rec.Calls = append(rec.Calls, Call{Kind: KindTool, Step: r.Iteration, Index: rd.tools, Seq: r.Seq, Name: r.Name,
-				Input: json.RawMessage(rd.value(r, "input", r.Input))})
+			if !rd.toolCall(r) {
+				return
+			}
 			i = len(rec.Calls) - 1
-			rd.claimID(i)
 		}
 		delete(rd.open, r.SpanID)
 		c := &rec.Calls[i]
@@ -251,22 +256,40 @@ func (rd *reader) add(r *trace.Record) {
 	}
 }
 
-// claimID gives tool call i the id of the first call of that name, not
-// yet claimed, that the latest model call asked for: the runtime records a
-// turn's tool calls in the order the model asked for them.
-func (rd *reader) claimID(i int) {
-	if rd.lastModel < 0 || rd.rec.Calls[rd.lastModel].Kind != KindModel {
-		return
-	}
-	c := &rd.rec.Calls[i]
-	asked := rd.rec.Calls[rd.lastModel].Response.ToolCalls
-	for j := range asked {
-		if !rd.claimed[j] && asked[j].Name == c.Name {
-			rd.claimed[j] = true
-			c.ID = asked[j].ID
-			return
+// toolCall adds the tool call r starts (or, in one record, is) to the
+// calls, and reports whether it did. It gives the call the id of the
+// first call of that tool and input, not yet claimed, that the latest
+// model call asked for: the runtime records a turn's tool calls in the
+// order the model asked for them. A call the model did not ask for, made
+// while another tool call is running, is inside that call (a tool that
+// traces its own steps: its records have the same parent): the replay
+// answers the outer call and never makes it, so it is left out.
+func (rd *reader) toolCall(r *trace.Record) bool {
+	in := json.RawMessage(rd.value(r, "input", r.Input))
+	id, ok := "", false
+	if rd.lastModel >= 0 {
+		asked := rd.rec.Calls[rd.lastModel].Response.ToolCalls
+		for pass := range 2 {
+			for j := range asked {
+				// Second pass, for a sequential call whose input a hook
+				// changed: the name alone.
+				if !rd.claimed[j] && asked[j].Name == r.Name && (pass == 1 || jsonEqual(asked[j].Input, in)) {
+					rd.claimed[j], id, ok = true, asked[j].ID, true
+					break
+				}
+			}
+			if ok || len(rd.open) > 0 {
+				break
+			}
 		}
 	}
+	if !ok && len(rd.open) > 0 {
+		rd.inner[r.SpanID] = true
+		return false
+	}
+	rd.tools++
+	rd.rec.Calls = append(rd.rec.Calls, Call{Kind: KindTool, Step: r.Iteration, Index: rd.tools, Seq: r.Seq, Name: r.Name, ID: id, Input: in})
+	return true
 }
 
 func (rd *reader) modelCall(r *trace.Record) {

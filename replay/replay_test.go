@@ -309,3 +309,31 @@ func TestReplaySystemOption(t *testing.T) {
 		}
 	}
 }
+
+// A tool that traces calls of its own: they belong to the tool call the
+// replay answers, and are not expected again.
+func TestNestedToolCallsNotReplayed(t *testing.T) {
+	s, err := scripted.Parse([]byte("model: m\nturns:\n  - tool_calls: [{name: outer, input: {}}]\n  - answer: done\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := tool.Func("outer", "Calls an inner step.", func(ctx context.Context, _ struct{}) (string, error) {
+		return trace.Tool(ctx, "inner", "x", func(context.Context) (string, error) { return "inner result", nil })
+	})
+	res := (&agent.Executor{Tracer: trace.New(trace.Options{})}).Run(context.Background(),
+		&agent.ReAct{Model: s.NewModel(), Tools: agent.NewToolbox(outer)}, "go")
+	if res.Err != nil || trace.StatsOf(res.Records).ToolCalls != 2 {
+		t.Fatalf("recorded run: %v, %d tool calls", res.Err, trace.StatsOf(res.Records).ToolCalls)
+	}
+	rec, err := replay.Load(res.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Run(context.Background(), rec, replay.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Divergence != nil || rep.Stats.ToolCalls != 1 {
+		t.Fatalf("divergence %v, stats %+v", rep.Divergence, rep.Stats)
+	}
+}
