@@ -34,7 +34,11 @@ prompt, input and tool definitions) with every model call and tool call
 answered from the recording, comparing each request with the recorded one.
 The first difference (messages, tool definitions, a tool's input, a call
 more or fewer, another answer) is reported with a diff, and the exit status
-is 1; 0 means the run replays exactly; 2 means it could not be replayed.
+is 1; 0 means the run replays exactly; 2 means it could not be replayed
+(values truncated, not captured or redacted, records lost, a run that never
+ended, a trace not recorded by Loupe's agent runtime). Hooks, custom loops
+and compaction are not re-run, and a sub-agent is answered as the one tool
+call that ran it; a Go test replays its own agent with package replay.
 
 --from-step N branches the run: steps before N come from the recording,
 step N and after are answered by --model (and see --system, if given).
