@@ -123,6 +123,9 @@ func TestConnectInRun(t *testing.T) {
 			if err := json.Unmarshal(r.Input, &schema); err != nil || schema["type"] != "object" {
 				t.Errorf("tool.discovered %s: schema %s", r.Name, r.Input)
 			}
+			if r.Name == "echo" && string(r.Output) != `"Echo a message."` {
+				t.Errorf("tool.discovered echo: description %s", r.Output)
+			}
 		}
 	}
 	if len(got) != len(c.Definitions()) {
