@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/trace"
@@ -394,13 +395,30 @@ func (c *Client) CallTool(ctx context.Context, tool string, args json.RawMessage
 	}
 	r := newResult(res, c.maxResult)
 	if r.IsError {
-		msg := r.Text
-		if msg == "" {
-			msg = "the tool reported an error (isError) without text"
-		}
-		return r, &Error{Server: c.name, Tool: tool, Err: errors.New(msg), Result: &r}
+		return r, &Error{Server: c.name, Tool: tool, Err: errors.New(errorText(r.Text)), Result: &r}
 	}
 	return r, nil
+}
+
+// maxErrorText bounds the text of an isError result in the error's
+// message: the message is what the model reads and what a trace keeps
+// uncut (Options.MaxValueBytes bounds values, not error texts), while
+// Error.Result and the call's output hold the whole result.
+const maxErrorText = 16 << 10
+
+// errorText returns the message for an isError result whose text is text.
+func errorText(text string) string {
+	if text == "" {
+		return "the tool reported an error (isError) without text"
+	}
+	if len(text) <= maxErrorText {
+		return text
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + fmt.Sprintf(" [… %d more bytes in the result]", len(text)-cut)
 }
 
 // callError explains why a call of tool failed with err.

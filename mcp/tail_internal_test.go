@@ -32,3 +32,18 @@ func TestTail(t *testing.T) {
 		})
 	}
 }
+
+func TestErrorText(t *testing.T) {
+	long := strings.Repeat("é", maxErrorText) // twice the limit in bytes
+	cases := []struct{ text, want string }{
+		{"", "the tool reported an error (isError) without text"},
+		{"no such city", "no such city"},
+		{long, long[:maxErrorText] + " [… 16384 more bytes in the result]"},
+		{"x" + long, ("x" + long)[:maxErrorText-1] + " [… 16386 more bytes in the result]"}, // not inside an é
+	}
+	for _, tc := range cases {
+		if got := errorText(tc.text); got != tc.want {
+			t.Errorf("errorText(%d bytes) = %d bytes ending %q, want %d bytes ending %q", len(tc.text), len(got), got[max(0, len(got)-40):], len(tc.want), tc.want[max(0, len(tc.want)-40):])
+		}
+	}
+}
