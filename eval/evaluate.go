@@ -128,7 +128,7 @@ func evalAssertion(ctx context.Context, c Case, a Assertion, t Trajectory, opts 
 	case a.Limits != nil:
 		limitsAssertion(&ar, a.Kind, a.Limits, t, agentv)
 	case a.Judge != nil:
-		judgeAssertion(ctx, &ar, c, a, t, opts.Judge)
+		judgeAssertion(ctx, &ar, c, a, t, opts)
 	case a.Script != nil:
 		scriptAssertion(ctx, &ar, c, a.Script, t, opts)
 	default:
@@ -286,21 +286,6 @@ func argsCheckAssertion(ar *AssertionResult, s *ArgsCheckSpec, calls []ToolCall)
 	for _, d := range argDiffs(e, s.Match, calls[firstNamed]) {
 		ar.Checks = append(ar.Checks, Check{Text: fmt.Sprintf("  position %d: %s", firstNamed, d)})
 	}
-}
-
-func judgeAssertion(ctx context.Context, ar *AssertionResult, c Case, a Assertion, t Trajectory, j Judge) {
-	if j == nil {
-		ar.Verdict, ar.Reason = Skip, "needs an LLM judge, and loupe eval has no judge model configured; this grader is not scored"
-		return
-	}
-	res, err := j.Grade(ctx, JudgeRequest{CaseID: c.ID, Criteria: c.Criteria, Prompt: a.Judge.Prompt, Input: c.Input, Trajectory: t})
-	if err != nil {
-		ar.Verdict, ar.Reason = Skip, "judge failed: "+err.Error()
-		return
-	}
-	ar.Score = clamp(res.Score)
-	ar.Checks = []Check{{Text: res.Reason, Passed: ar.Score >= DefaultThreshold}}
-	ar.Verdict = verdictFor(ar.Score, DefaultThreshold)
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

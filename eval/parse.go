@@ -216,6 +216,7 @@ func (p *fileParser) testCase(cy *ynode, rootAsserts *ynode) (Case, bool) {
 		}
 	}
 	expectedCalls := p.expectedMessageCalls(cy.first("expected_messages", "expected_output"))
+	c.Reference = referenceAnswer(cy.first("expected_output", "expected_messages"))
 	var list *ynode
 	skipDefaults := false
 	if ex := cy.get("execution"); ex != nil {
