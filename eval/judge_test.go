@@ -114,7 +114,7 @@ func TestJudgeGraders(t *testing.T) {
 			[]string{"error:context length exceeded"}, CouldNotRun, 0, 1, []string{"context length exceeded"}},
 		{"score ranges", "      - type: llm-grader\n        rubrics:\n          - id: accuracy\n            outcome: Correct\n            weight: 2\n            score_ranges: {0: wrong, 5: partly, 8: right}\n          - id: style\n            score_ranges:\n              - {score_range: [0, 6], outcome: poor}\n              - {score_range: [7, 10], outcome: good}\n", ModeDefault,
 			[]string{`{"checks": [{"id": "accuracy", "score": 9, "reasoning": "right"}, {"id": "style", "score": 4}]}`},
-			Fail, (0.9*2+0.4)/3, 1, []string{"[accuracy] Correct - Score: 9/10 (right)", "[style] style - Score: 4/10 (poor)",
+			Fail, (0.9*2 + 0.4) / 3, 1, []string{"[accuracy] Correct - Score: 9/10 (right)", "[style] style - Score: 4/10 (poor)",
 				"prompt:### Criterion: accuracy (weight: 2)\nDescription: Correct\nScore ranges:\n  - Score 0-4: wrong\n  - Score 5-7: partly\n  - Score 8-10: right",
 				"system:integer (0-10)"}},
 		{"score ranges, below min_score", "      - type: rubric\n        rubrics:\n          - id: accuracy\n            outcome: Correct\n            min_score: 0.9\n            score_ranges: {0: wrong, 8: right}\n", ModeDefault,
