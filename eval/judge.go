@@ -36,8 +36,8 @@ type JudgeReply struct {
 	// ID identifies the call for the caller (evalrun uses the span id of
 	// the model.call record it stores for the call); eval only keeps it.
 	ID string
-	// Model is the judge model's name.
-	Model string
+	// Model is the judge model's name; Provider its provider, if known.
+	Model, Provider string
 	// Text is the model's answer, parsed by eval as JSON.
 	Text string
 	// Token counts and cost of the call; CostUSD 0 means unknown.
