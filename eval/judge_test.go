@@ -43,7 +43,7 @@ func judgeTrajectory() Trajectory {
 	}
 }
 
-func TestJudgeGraders(t *testing.T) {
+func TestEvalJudgeGraders(t *testing.T) {
 	const head = "tests:\n  - id: c\n    criteria: Names the capital of France.\n    input: What is the capital of France?\n    expected_output: Paris\n    assertions:\n"
 	rubric2 := `{"checks": [{"id": "rubric-1", "satisfied": true, "reasoning": "says Paris"}, {"id": "rubric-2", "satisfied": %s, "reasoning": "r"}], "overall_reasoning": "overall"}`
 	tests := []struct {
@@ -191,7 +191,7 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 // Without a judge, judge graders are skipped with NoJudgeReason and the
 // case is graded on the rest.
-func TestJudgeMissing(t *testing.T) {
+func TestEvalJudgeMissing(t *testing.T) {
 	src := "tests:\n  - id: c\n    assertions:\n      - Names Paris.\n      - type: contains\n        value: Paris\n"
 	f, err := Parse("j.yaml", []byte(src))
 	if err != nil {
@@ -205,7 +205,7 @@ func TestJudgeMissing(t *testing.T) {
 
 // Judge graders that are badly written are reported at load with their
 // position, not sent to a judge.
-func TestJudgeParseErrors(t *testing.T) {
+func TestEvalJudgeParseErrors(t *testing.T) {
 	tests := []struct{ grader, want string }{
 		{"      - type: rubric\n", "rubric grader needs rubrics:"},
 		{"      - type: rubrics\n        criteria: []\n", "rubrics grader needs criteria:"},

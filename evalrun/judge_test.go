@@ -43,7 +43,7 @@ func rubricScore(t *testing.T, row map[string]any) map[string]any {
 // unreadable answer kept raw, a provider error), the rows carry the
 // judge's reasoning and usage, and every judge call is stored as a
 // model.call record under its case's result.
-func TestJudgeOnRealSuite(t *testing.T) {
+func TestEvalJudgeOnRealSuite(t *testing.T) {
 	testrepo.Chdir(t)
 	db := filepath.Join(t.TempDir(), "loupe.db")
 	open := func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }
@@ -153,7 +153,7 @@ func TestJudgeOnRealSuite(t *testing.T) {
 // Without a judge model the judge graders are skipped, and the summary
 // names the cases and the flag that runs them; a bad spec stops the
 // evaluation before anything runs.
-func TestJudgeMissingOrBad(t *testing.T) {
+func TestEvalJudgeMissingOrBad(t *testing.T) {
 	testrepo.Chdir(t)
 	_, stdout, _, err := execute(t, evalrun.Config{Files: []string{judgeSuite}, Command: "cat " + staticTrace})
 	if err != nil || !strings.Contains(stdout, "LLM graders skipped in 5 case(s) (span-count-check, error-free-execution, no-forbidden-tools, duration-check, comprehensive-trace-check): no judge model; run them with --judge-model") {
@@ -180,7 +180,7 @@ func TestJudgeMissingOrBad(t *testing.T) {
 // streamed Chat Completions wire format) through llm.Open and the official
 // SDK; its answer grades the case, its usage is priced, and its rate-limit
 // error fails the other case's grader clearly.
-func TestJudgeOpenAICompatible(t *testing.T) {
+func TestEvalJudgeOpenAICompatible(t *testing.T) {
 	var mu sync.Mutex
 	var bodies []map[string]any
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
