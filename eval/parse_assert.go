@@ -219,7 +219,9 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 	}
 	a.Kind = kind
 	a.Name, _ = y.first("name", "metric").str()
-	if a.Name == "" {
+	if a.Name == "" && kind == KindJudge {
+		a.Name = strings.ReplaceAll(t, "_", "-") // AgentV names a judge by its type: rubric, rubrics, llm-grader
+	} else if a.Name == "" {
 		a.Name = defaultName(kind, y)
 	}
 	if y.get("negate").boolean() {
