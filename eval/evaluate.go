@@ -37,6 +37,7 @@ func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResul
 	}
 	var sum, weights float64
 	scorable, notRun := 0, 0
+	judgeFailed := false // AgentV: a judge that failed makes the test an execution error scored 0
 	for _, a := range c.Assertions {
 		ar := evalAssertion(ctx, c, a, t, opts)
 		res.Assertions = append(res.Assertions, ar)
@@ -45,6 +46,9 @@ func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResul
 		}
 		if ar.Verdict == CouldNotRun {
 			notRun++
+			if opts.Mode == ModeAgentV && a.Judge != nil {
+				judgeFailed = true
+			}
 			continue
 		}
 		if ar.Verdict == Skip {
@@ -64,7 +68,7 @@ func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResul
 		}
 	}
 	switch {
-	case res.RequiredFailed != "":
+	case res.RequiredFailed != "", judgeFailed:
 		res.Score = 0
 	case weights > 0:
 		res.Score = sum / weights

@@ -509,10 +509,13 @@ func judgeAssertion(ctx context.Context, ar *AssertionResult, c Case, a Assertio
 		}
 		lastErr = ar.JudgeCalls[len(ar.JudgeCalls)-1].Err
 	}
-	ar.Score, ar.Verdict = 0, Skip
+	// AgentV then gives the grader the skip verdict, and a skipped grader
+	// makes its whole test an execution error scored 0 (Evaluate zeroes
+	// the case for a judge grader that could not run in ModeAgentV).
+	ar.Score, ar.Verdict = 0, CouldNotRun
 	msg := "Failed to parse evaluator response after 3 attempts and 1 structure-fix attempt: " + lastErr
 	ar.Checks = []Check{{Text: "Grader parse failure after 3 attempts: " + msg}}
-	ar.Reason = "AgentV skips an LLM grader whose judge fails 3 times: " + msg
+	ar.Reason = "the judge failed 3 times (AgentV skips the grader and the test is an execution error scored 0): " + msg
 	if lastInvalid != "" {
 		ar.Reason += "; raw answer: " + quoteRaw(lastInvalid)
 	}

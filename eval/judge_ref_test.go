@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -13,8 +14,16 @@ import (
 // testdata/agentv-ref/judge/cases.yaml, graded with the same fixed judge
 // answer, Loupe sends the judge the same system and user prompts, byte for
 // byte, and gives the same grader scores, verdicts and checks, and the same
-// case scores.
+// case scores. With a judge whose answer is not JSON, every judge grader
+// fails after AgentV's retries (AgentV's skip, Loupe's could-not-run) and
+// the case scores 0, as AgentV's execution error does.
 func TestEvalJudgeMatchesAgentV(t *testing.T) {
+	for _, f := range [][2]string{{"targets.yaml", "reference.json"}, {"targets-unreadable.yaml", "reference-unreadable.json"}} {
+		t.Run(f[1], func(t *testing.T) { judgeMatchesAgentV(t, f[0], f[1]) })
+	}
+}
+
+func judgeMatchesAgentV(t *testing.T, targetsFile, refFile string) {
 	dir := "testdata/agentv-ref/judge/"
 	var ref []struct {
 		TestID string  `json:"test_id"`
@@ -32,19 +41,19 @@ func TestEvalJudgeMatchesAgentV(t *testing.T) {
 			} `json:"assertions"`
 		} `json:"scores"`
 	}
-	b, err := os.ReadFile(dir + "reference.json")
+	b, err := os.ReadFile(dir + refFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(b, &ref); err != nil {
 		t.Fatal(err)
 	}
-	targets, err := os.ReadFile(dir + "targets.yaml")
+	targets, err := os.ReadFile(dir + targetsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The mock judge's fixed answer, as targets.yaml gives it to AgentV.
-	answer := regexp.MustCompile(`(?m)^    response: '(\{.*\})'$`).FindSubmatch(targets)
+	answer := regexp.MustCompile(`(?m)^    response: '(.*)'$`).FindSubmatch(targets)
 	if answer == nil {
 		t.Fatal("no judge response in targets.yaml")
 	}
@@ -71,14 +80,18 @@ func TestEvalJudgeMatchesAgentV(t *testing.T) {
 			}
 			for i, w := range want.Scores {
 				a := got.Assertions[i]
-				if a.Name != w.Name || !near(a.Score, w.Score) || string(a.Verdict) != w.Verdict {
+				verdict := w.Verdict
+				if verdict == "skip" { // a judge that failed: the test is an execution error
+					verdict = string(CouldNotRun)
+				}
+				if a.Name != w.Name || !near(a.Score, w.Score) || string(a.Verdict) != verdict {
 					t.Errorf("grader %d: %s %v %s, AgentV %s %v %s", i, a.Name, a.Score, a.Verdict, w.Name, w.Score, w.Verdict)
 				}
 				if w.User == "" {
 					continue // not a judge grader
 				}
-				if len(a.JudgeCalls) != 1 {
-					t.Fatalf("grader %s: %d judge calls", a.Name, len(a.JudgeCalls))
+				if calls := map[bool]int{true: 4, false: 1}[w.Verdict == "skip"]; len(a.JudgeCalls) != calls {
+					t.Fatalf("grader %s: %d judge calls, want %d", a.Name, len(a.JudgeCalls), calls)
 				}
 				p := a.JudgeCalls[0].Prompt
 				if p.User != w.User {
@@ -89,6 +102,14 @@ func TestEvalJudgeMatchesAgentV(t *testing.T) {
 				}
 				// A free-form grade without assertions has Loupe's one
 				// summary check; AgentV lists none.
+				if w.Verdict == "skip" {
+					// The parse error's wording is JavaScript's; the rest is AgentV's.
+					const prefix = "Grader parse failure after 3 attempts: Failed to parse evaluator response after 3 attempts and 1 structure-fix attempt: "
+					if len(a.Checks) != 1 || !strings.HasPrefix(a.Checks[0].Text, prefix) || !strings.HasPrefix(w.Assertions[0].Text, prefix) {
+						t.Errorf("grader %s: checks %+v, AgentV %+v", a.Name, a.Checks, w.Assertions)
+					}
+					continue
+				}
 				if len(w.Assertions) > 0 {
 					if len(a.Checks) != len(w.Assertions) {
 						t.Fatalf("grader %s: checks %+v, AgentV %+v", a.Name, a.Checks, w.Assertions)
