@@ -24,9 +24,12 @@ func EvaluateFile(ctx context.Context, f *File, runs []Recorded, opts Options) (
 
 // Evaluate grades one case. The case score is the weighted mean of the
 // scores of its non-skipped assertions (0 when none), or 0 when a required
-// assertion is below its bar; the verdict is pass when the score reaches the
-// threshold. In ModeDefault a case whose assertions were all skipped gets
-// the skip verdict.
+// assertion is below its bar (or, in ModeAgentV, when an LLM judge grader
+// could not run: AgentV makes the test an execution error); the verdict is
+// pass when the score reaches the threshold, and never pass when a grader
+// could not run. In ModeDefault a case whose assertions were all skipped
+// gets the skip verdict. Judge graders call opts.Judge, once per grade in
+// ModeDefault, up to four times in ModeAgentV (AgentV's retries).
 func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResult {
 	th := opts.threshold()
 	res := CaseResult{CaseID: c.ID, Mode: opts.Mode, Threshold: th}
