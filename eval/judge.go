@@ -261,7 +261,11 @@ type judgeContext struct {
 }
 
 func newJudgeContext(c Case, js *JudgeSpec, t Trajectory) judgeContext {
-	jc := judgeContext{question: c.Input, criteria: c.Criteria, reference: c.Reference,
+	q := c.Question
+	if q == "" { // a Case built in Go
+		q = c.Input
+	}
+	jc := judgeContext{question: q, criteria: c.Criteria, reference: c.Reference,
 		candidate: t.Output, toolCalls: formatToolCalls(t.Calls), rubrics: js.Rubrics}
 	switch {
 	case js.Prompt == "":

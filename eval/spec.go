@@ -46,6 +46,9 @@ type Case struct {
 	Criteria string
 	// Input is the text of the user turns, joined by newlines.
 	Input string
+	// Question is the input as AgentV shows it to a judge: the text of
+	// every input message, trimmed, joined by spaces.
+	Question string
 	// Reference is the reference answer (the last expected_output
 	// message, AgentV's reference_answer); it is used only by a Judge.
 	Reference string
