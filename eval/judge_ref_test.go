@@ -16,15 +16,49 @@ import (
 // byte, and gives the same grader scores, verdicts and checks, and the same
 // case scores. With a judge whose answer is not JSON, every judge grader
 // fails after AgentV's retries (AgentV's skip, Loupe's could-not-run) and
-// the case scores 0, as AgentV's execution error does.
+// the case scores 0, as AgentV's execution error does. A run with tool
+// calls (AgentV's cli target printing agent-tools.json) gives the same
+// tool_calls section.
 func TestEvalJudgeMatchesAgentV(t *testing.T) {
-	for _, f := range [][2]string{{"targets.yaml", "reference.json"}, {"targets-unreadable.yaml", "reference-unreadable.json"}} {
-		t.Run(f[1], func(t *testing.T) { judgeMatchesAgentV(t, f[0], f[1]) })
+	const dir = "testdata/agentv-ref/judge/"
+	answer := Trajectory{Output: "The capital of France is Paris."}
+	// The "tools" target's run (agent-tools.json): tool calls, then the answer.
+	var tools struct {
+		Output []struct {
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Tool  string         `json:"tool"`
+				Input map[string]any `json:"input"`
+			} `json:"tool_calls"`
+		} `json:"output"`
+	}
+	b, err := os.ReadFile(dir + "agent-tools.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &tools); err != nil {
+		t.Fatal(err)
+	}
+	withTools := Trajectory{}
+	for _, m := range tools.Output {
+		for _, c := range m.ToolCalls {
+			withTools.Calls = append(withTools.Calls, ToolCall{Name: c.Tool, Args: c.Input})
+		}
+		withTools.Output = m.Content
+	}
+	for _, f := range []struct {
+		targets, ref, cases string
+		run                 Trajectory
+	}{
+		{"targets.yaml", "reference.json", "cases.yaml", answer},
+		{"targets-unreadable.yaml", "reference-unreadable.json", "cases.yaml", answer},
+		{"targets.yaml", "reference-tools.json", "tool-cases.yaml", withTools},
+	} {
+		t.Run(f.ref, func(t *testing.T) { judgeMatchesAgentV(t, dir, f.targets, f.ref, f.cases, f.run) })
 	}
 }
 
-func judgeMatchesAgentV(t *testing.T, targetsFile, refFile string) {
-	dir := "testdata/agentv-ref/judge/"
+func judgeMatchesAgentV(t *testing.T, dir, targetsFile, refFile, casesFile string, run Trajectory) {
 	var ref []struct {
 		TestID string  `json:"test_id"`
 		Score  float64 `json:"score"`
@@ -57,7 +91,7 @@ func judgeMatchesAgentV(t *testing.T, targetsFile, refFile string) {
 	if answer == nil {
 		t.Fatal("no judge response in targets.yaml")
 	}
-	f, err := ParseFileMode(dir+"cases.yaml", LoadAgentV)
+	f, err := ParseFileMode(dir+casesFile, LoadAgentV)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +105,7 @@ func judgeMatchesAgentV(t *testing.T, targetsFile, refFile string) {
 	for _, want := range ref {
 		t.Run(want.TestID, func(t *testing.T) {
 			j := &scriptJudge{answers: []string{string(answer[1])}}
-			got := Evaluate(context.Background(), cases[want.TestID], Trajectory{Output: "The capital of France is Paris."}, Options{Mode: ModeAgentV, Judge: j})
+			got := Evaluate(context.Background(), cases[want.TestID], run, Options{Mode: ModeAgentV, Judge: j})
 			if !near(got.Score, want.Score) {
 				t.Errorf("case score %v, AgentV %v", got.Score, want.Score)
 			}

@@ -13,13 +13,14 @@ mkdir -p "$ref"
 if [ ! -x "$ref/node_modules/.bin/agentv" ]; then
 	(cd "$ref" && npm init -y >/dev/null && npm install --no-audit --no-fund agentv@4.42.4 >/dev/null)
 fi
-# record TARGETS OUTPUT: grade cases.yaml with TARGETS, write OUTPUT.
+# record TARGETS OUTPUT [CASES TARGET]: grade CASES (cases.yaml) with the
+# target TARGET (default) of TARGETS, write OUTPUT.
 record() {
 	out=$(mktemp -d)
 	mkdir -p "$out/.agentv"
-	cp "$root/eval/testdata/agentv-ref/judge/cases.yaml" "$out/"
+	cp "$root/eval/testdata/agentv-ref/judge/${3:-cases.yaml}" "$root/eval/testdata/agentv-ref/judge/agent-tools.json" "$out/"
 	cp "$root/eval/testdata/agentv-ref/judge/$1" "$out/.agentv/targets.yaml"
-	(cd "$out" && "$ref/node_modules/.bin/agentv" eval run cases.yaml --target default -o run >/dev/null 2>&1) || true
+	(cd "$out" && "$ref/node_modules/.bin/agentv" eval run "${3:-cases.yaml}" --target "${4:-default}" -o run >/dev/null 2>&1) || true
 	node -e '
 const fs = require("fs");
 const rows = fs.readFileSync(process.argv[1], "utf8").split("\n").filter(l => l.trim()).map(l => JSON.parse(l));
@@ -34,3 +35,4 @@ process.stdout.write(JSON.stringify(out, null, 2) + "\n");
 }
 record targets.yaml reference.json
 record targets-unreadable.yaml reference-unreadable.json
+record targets.yaml reference-tools.json tool-cases.yaml tools
