@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
@@ -294,8 +296,8 @@ func questionText(y *ynode) string {
 				continue
 			}
 			label := m.role
-			if label != "" {
-				label = strings.ToUpper(label[:1]) + label[1:]
+			if r, n := utf8.DecodeRuneInString(label); n > 0 {
+				label = string(unicode.ToUpper(r)) + label[n:]
 			}
 			parts = append(parts, "@["+label+"]:\n"+strings.Join(m.segs, "\n"))
 		}

@@ -190,13 +190,15 @@ func (p *fileParser) scoreRanges(y *ynode, id string) ([]ScoreRange, bool) {
 	switch y.kind {
 	case ymap:
 		var keys []int
+		outcome := map[int]string{}
 		for i, k := range y.keys {
 			n, err := strconv.Atoi(k)
 			s, _ := y.vals[i].str()
-			if err != nil || n < 0 || n > 10 || s == "" {
-				return bad("the shorthand map takes integer keys 0-10 with outcome strings; key %q is not one", k)
+			if _, dup := outcome[n]; err != nil || dup || n < 0 || n > 10 || s == "" {
+				return bad("the shorthand map takes distinct integer keys 0-10 with outcome strings; key %q is not one", k)
 			}
 			keys = append(keys, n)
+			outcome[n] = s
 		}
 		sort.Ints(keys)
 		if len(keys) == 0 || keys[0] != 0 {
@@ -207,8 +209,7 @@ func (p *fileParser) scoreRanges(y *ynode, id string) ([]ScoreRange, bool) {
 			if i+1 < len(keys) {
 				hi = keys[i+1] - 1
 			}
-			s, _ := y.get(strconv.Itoa(k)).str()
-			out = append(out, ScoreRange{Min: k, Max: hi, Outcome: s})
+			out = append(out, ScoreRange{Min: k, Max: hi, Outcome: outcome[k]})
 		}
 	case yseq:
 		for i, it := range y.items {
