@@ -55,6 +55,8 @@ type Config struct {
 	JudgeModel   string
 	JudgeBaseURL string
 	JudgeAPIKey  string
+	// JudgeTimeout bounds one judge call; 0 means no limit.
+	JudgeTimeout time.Duration
 	Judge        eval.Judge
 	Workers      int  // 0: 1
 	Progress     bool // force the progress bar on standard error
@@ -112,6 +114,7 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 		if err != nil {
 			return ExitNotGraded, err
 		}
+		j.Timeout = cfg.JudgeTimeout
 		opts.Judge = j
 	} else if opts.Judge == nil && (cfg.JudgeBaseURL != "" || cfg.JudgeAPIKey != "") {
 		return ExitNotGraded, errors.New("--judge-base-url or --judge-api-key given without --judge-model: name the judge model too, e.g. --judge-model openai:gpt-4o-mini")

@@ -2,9 +2,11 @@ package evalrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/eval"
@@ -23,6 +25,9 @@ import (
 // of package llm are).
 type ModelJudge struct {
 	Model agent.Model
+	// Timeout bounds one call (a server that never answers must not hang
+	// the evaluation); 0 means no limit besides the context's.
+	Timeout time.Duration
 }
 
 // OpenJudge opens the judge model spec names ("openai:gpt-4o-mini",
@@ -38,7 +43,15 @@ func OpenJudge(spec string, opts llm.Options) (*ModelJudge, error) {
 // Judge implements eval.Judge.
 func (j *ModelJudge) Judge(ctx context.Context, p eval.JudgePrompt) (eval.JudgeReply, error) {
 	reply := eval.JudgeReply{ID: trace.NewSpanID().String(), Model: j.Model.Name()}
+	if j.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, j.Timeout)
+		defer cancel()
+	}
 	resp, err := j.Model.Generate(ctx, agent.Request{Messages: judgeMessages(p)})
+	if err != nil && j.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return reply, fmt.Errorf("judge model %s: no answer within %s (--judge-timeout): %w", reply.Model, j.Timeout, err)
+	}
 	u := resp.Usage
 	reply.Provider = u.Provider
 	reply.InputTokens, reply.OutputTokens = u.InputTokens, u.OutputTokens

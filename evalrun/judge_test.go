@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/internal/testrepo"
@@ -251,5 +252,30 @@ func TestEvalJudgeOpenAICompatible(t *testing.T) {
 		!strings.Contains(msgs[0].(map[string]any)["content"].(string), `"score": <number between 0.0 and 1.0>`) ||
 		!strings.Contains(msgs[1].(map[string]any)["content"].(string), "[[ ## criteria ## ]]\nNames the capital of France.") {
 		t.Errorf("first request = %v", bodies[0])
+	}
+}
+
+// A judge server that never answers fails the grader after --judge-timeout
+// instead of hanging the evaluation.
+func TestEvalJudgeTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	dir := t.TempDir()
+	suite := filepath.Join(dir, "judge.yaml")
+	if err := os.WriteFile(suite, []byte("tests:\n  - id: slow\n    input: hi\n    assertions:\n      - Says hello.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := evalrun.Config{Files: []string{suite}, Command: "echo hello", JudgeModel: "openai:gpt-4o-mini",
+		JudgeBaseURL: srv.URL + "/v1", JudgeAPIKey: "k", JudgeTimeout: 300 * time.Millisecond}
+	code, stdout, stderr, err := execute(t, cfg)
+	if err != nil || code != evalrun.ExitNotGraded || !strings.Contains(stdout, "no answer within 300ms (--judge-timeout)") {
+		t.Errorf("exit %d, err %v\n%s%s", code, err, stdout, stderr)
 	}
 }

@@ -124,6 +124,7 @@ graded at all).`,
 	f.StringVar(&cfg.JudgeModel, "judge-model", "", "model for the LLM graders, provider:model (openai:gpt-4o-mini, anthropic:…, ollama:llama3.2, scripted:FILE); env LOUPE_JUDGE_MODEL")
 	f.StringVar(&cfg.JudgeBaseURL, "judge-base-url", "", "endpoint of the judge model's server (an OpenAI-compatible URL, a proxy); env LOUPE_JUDGE_BASE_URL")
 	f.StringVar(&cfg.JudgeAPIKey, "judge-api-key", "", "API key of the judge model (default: the provider's variable, e.g. OPENAI_API_KEY); env LOUPE_JUDGE_API_KEY")
+	f.DurationVar(&cfg.JudgeTimeout, "judge-timeout", 2*time.Minute, "time limit of one call to the judge model")
 	f.IntVar(&cfg.Workers, "workers", 1, "cases run and graded at once")
 	f.BoolVar(&cfg.Progress, "progress", false, "show a progress bar on standard error even when it is not a terminal")
 	f.StringVar(&cfg.Out, "out", "", "write AgentV-compatible result rows (JSONL) to this file (- for stdout)")
