@@ -15,4 +15,10 @@
 //     CLI, quirks included.
 //
 // docs/eval-semantics.md lists every difference with an example.
+//
+// Graders that need a language model (llm-grader, rubric, rubrics and bare
+// criterion strings, llm-rubric, g-eval, factuality) are graded through
+// [Options.Judge], a [Judge] that only carries text to a model and back:
+// eval writes AgentV's prompts, reads the judge's JSON answer and scores it,
+// and keeps every call in [AssertionResult.JudgeCalls].
 package eval

@@ -24,9 +24,12 @@ func EvaluateFile(ctx context.Context, f *File, runs []Recorded, opts Options) (
 
 // Evaluate grades one case. The case score is the weighted mean of the
 // scores of its non-skipped assertions (0 when none), or 0 when a required
-// assertion is below its bar; the verdict is pass when the score reaches the
-// threshold. In ModeDefault a case whose assertions were all skipped gets
-// the skip verdict.
+// assertion is below its bar (or, in ModeAgentV, when an LLM judge grader
+// could not run: AgentV makes the test an execution error); the verdict is
+// pass when the score reaches the threshold, and never pass when a grader
+// could not run. In ModeDefault a case whose assertions were all skipped
+// gets the skip verdict. Judge graders call opts.Judge, once per grade in
+// ModeDefault, up to four times in ModeAgentV (AgentV's retries).
 func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResult {
 	th := opts.threshold()
 	res := CaseResult{CaseID: c.ID, Mode: opts.Mode, Threshold: th}
@@ -37,6 +40,7 @@ func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResul
 	}
 	var sum, weights float64
 	scorable, notRun := 0, 0
+	judgeFailed := false // AgentV: a judge that failed makes the test an execution error scored 0
 	for _, a := range c.Assertions {
 		ar := evalAssertion(ctx, c, a, t, opts)
 		res.Assertions = append(res.Assertions, ar)
@@ -45,6 +49,9 @@ func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResul
 		}
 		if ar.Verdict == CouldNotRun {
 			notRun++
+			if opts.Mode == ModeAgentV && a.Judge != nil {
+				judgeFailed = true
+			}
 			continue
 		}
 		if ar.Verdict == Skip {
@@ -64,7 +71,7 @@ func Evaluate(ctx context.Context, c Case, t Trajectory, opts Options) CaseResul
 		}
 	}
 	switch {
-	case res.RequiredFailed != "":
+	case res.RequiredFailed != "", judgeFailed:
 		res.Score = 0
 	case weights > 0:
 		res.Score = sum / weights
@@ -128,7 +135,7 @@ func evalAssertion(ctx context.Context, c Case, a Assertion, t Trajectory, opts 
 	case a.Limits != nil:
 		limitsAssertion(&ar, a.Kind, a.Limits, t, agentv)
 	case a.Judge != nil:
-		judgeAssertion(ctx, &ar, c, a, t, opts.Judge)
+		judgeAssertion(ctx, &ar, c, a, t, opts)
 	case a.Script != nil:
 		scriptAssertion(ctx, &ar, c, a.Script, t, opts)
 	default:
@@ -286,21 +293,6 @@ func argsCheckAssertion(ar *AssertionResult, s *ArgsCheckSpec, calls []ToolCall)
 	for _, d := range argDiffs(e, s.Match, calls[firstNamed]) {
 		ar.Checks = append(ar.Checks, Check{Text: fmt.Sprintf("  position %d: %s", firstNamed, d)})
 	}
-}
-
-func judgeAssertion(ctx context.Context, ar *AssertionResult, c Case, a Assertion, t Trajectory, j Judge) {
-	if j == nil {
-		ar.Verdict, ar.Reason = Skip, "needs an LLM judge, and loupe eval has no judge model configured; this grader is not scored"
-		return
-	}
-	res, err := j.Grade(ctx, JudgeRequest{CaseID: c.ID, Criteria: c.Criteria, Prompt: a.Judge.Prompt, Input: c.Input, Trajectory: t})
-	if err != nil {
-		ar.Verdict, ar.Reason = Skip, "judge failed: "+err.Error()
-		return
-	}
-	ar.Score = clamp(res.Score)
-	ar.Checks = []Check{{Text: res.Reason, Passed: ar.Score >= DefaultThreshold}}
-	ar.Verdict = verdictFor(ar.Score, DefaultThreshold)
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

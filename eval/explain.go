@@ -66,6 +66,12 @@ func (a AssertionResult) explain() string {
 			m = "✗"
 		}
 		fmt.Fprintf(&b, "      %s %s\n", m, c.Text)
+		if c.Evidence != "" {
+			fmt.Fprintf(&b, "          judge: %s\n", c.Evidence)
+		}
+	}
+	if a.Reasoning != "" {
+		fmt.Fprintf(&b, "      judge's reasoning: %s\n", a.Reasoning)
 	}
 	if len(a.Rows) > 0 {
 		b.WriteString(a.table())

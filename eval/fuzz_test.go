@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("tests: [{id: a, assert: [{type: tool-trajectory, mode: exact, expected: [{tool: x, args: {a: &x 1, b: *x}}]}]}]"))
 	f.Add([]byte("a: &a [*a]"))
+	f.Add([]byte("tests: [{id: a, assert: [Names Paris., {type: rubric, rubrics: [{id: x, score_ranges: {0: a, 5: b}, min_score: 0.5}]}, {type: llm-grader, prompt: 'x {{output}}', rubrics: [{outcome: y, operator: bogus}]}, {type: g-eval}, {type: rubrics, criteria: [a, {id: b}]}]}]"))
 	paths, _ = filepath.Glob("testdata/agentv-ref/*.yaml")
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil {
@@ -47,7 +48,8 @@ func FuzzParse(f *testing.F) {
 				if load != LoadDefault && len(c.Problems) > 0 {
 					t.Fatalf("%s mode kept a case with problems", load)
 				}
-				r := Evaluate(context.Background(), c, Trajectory{Calls: []ToolCall{{Name: "x"}}, Messages: []Message{{Role: "assistant", Content: "y"}}}, Options{Mode: mode})
+				r := Evaluate(context.Background(), c, Trajectory{Calls: []ToolCall{{Name: "x"}}, Messages: []Message{{Role: "assistant", Content: "y"}}}, Options{Mode: mode,
+					Judge: &scriptJudge{answers: []string{`{"score": 0.5, "checks": [{"id": "rubric-1", "satisfied": true, "score": 8, "reasoning": "r"}], "overall_reasoning": "o"}`}}})
 				for _, a := range r.Assertions {
 					if a.Verdict == CouldNotRun && r.Verdict == Pass {
 						t.Fatalf("case %s passed with a grader that could not run", c.ID)
@@ -96,6 +98,35 @@ func FuzzGraderResult(f *testing.F) {
 			}
 			if msg != "" && (ar.Score != 0 || len(ar.Checks) != 0) {
 				t.Fatalf("failed grader was scored: %q %+v", msg, ar)
+			}
+		}
+	})
+}
+
+// FuzzJudgeAnswer: whatever a judge answers, reading it never panics, and
+// an answer is either rejected (the grader could not run) or gives a score
+// in [0,1] with a pass or fail verdict.
+func FuzzJudgeAnswer(f *testing.F) {
+	f.Add(`{"score": 0.9, "assertions": [{"text": "a", "passed": "yes"}]}`)
+	f.Add("```json\n{\"checks\": [{\"id\": \"rubric-1\", \"satisfied\": true, \"reasoning\": \"r\"}], \"overall_reasoning\": \"o\"}\n```")
+	f.Add(`{"checks": [{"id": "a", "score": 7}, {"id": "a", "score": 10.5}]}`)
+	f.Add(`} {"score": 1} {`)
+	f.Add(`{"score": 1e400}`)
+	items := []RubricItem{{ID: "rubric-1", Outcome: "x", Weight: 1, Required: true}, {ID: "a", Weight: 0, ScoreRanges: []ScoreRange{{0, 10, "any"}}}}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, agentv := range []bool{false, true} {
+			for _, read := range []func(*AssertionResult) error{
+				func(ar *AssertionResult) error { return freeformGrade(ar, text, agentv) },
+				func(ar *AssertionResult) error { return rubricGrade(ar, text, items, agentv) },
+				func(ar *AssertionResult) error { return scoreRangeGrade(ar, text, items, agentv) },
+			} {
+				var ar AssertionResult
+				if err := read(&ar); err != nil {
+					continue
+				}
+				if ar.Score < 0 || ar.Score > 1 || ar.Score != ar.Score || (ar.Verdict != Pass && ar.Verdict != Fail) {
+					t.Fatalf("answer %q read as score %v verdict %q", text, ar.Score, ar.Verdict)
+				}
 			}
 		}
 	})

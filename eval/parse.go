@@ -1,10 +1,13 @@
 package eval
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
@@ -210,12 +213,15 @@ func (p *fileParser) testCase(cy *ynode, rootAsserts *ynode) (Case, bool) {
 	c.ID = id
 	c.Criteria, _ = cy.first("criteria", "expected_outcome", "description").str()
 	c.Input = inputText(cy.first("input", "input_messages"))
+	c.Question = questionText(cy.first("input", "input_messages"))
 	if c.Input == "" {
 		if vars := cy.get("vars"); vars != nil {
 			c.Input = inputText(vars.get("input"))
+			c.Question = questionText(vars.get("input"))
 		}
 	}
 	expectedCalls := p.expectedMessageCalls(cy.first("expected_messages", "expected_output"))
+	c.Reference = referenceAnswer(cy.first("expected_output", "expected_messages"))
 	var list *ynode
 	skipDefaults := false
 	if ex := cy.get("execution"); ex != nil {
@@ -252,6 +258,93 @@ func inputText(y *ynode) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// questionText is the input as AgentV shows it to a judge (its
+// buildPromptInputs): with more than one message holding text, or any
+// assistant or tool message, each such message as "@[Role]:\n" and its text,
+// separated by blank lines; otherwise the texts, trimmed, separated by blank
+// lines.
+func questionText(y *ynode) string {
+	if s, ok := y.str(); ok {
+		return strings.TrimSpace(s)
+	}
+	if y == nil || y.kind != yseq {
+		return ""
+	}
+	type msg struct {
+		role string
+		segs []string
+	}
+	var msgs []msg
+	markers, visible := false, 0
+	for _, m := range y.items {
+		role, _ := m.get("role").str()
+		segs := contentSegments(m.get("content"))
+		if role == "assistant" || role == "tool" {
+			markers = true
+		}
+		if len(segs) > 0 {
+			visible++
+		}
+		msgs = append(msgs, msg{role, segs})
+	}
+	var parts []string
+	if markers || visible > 1 {
+		for _, m := range msgs {
+			if len(m.segs) == 0 {
+				continue
+			}
+			label := m.role
+			if r, n := utf8.DecodeRuneInString(label); n > 0 {
+				label = string(unicode.ToUpper(r)) + label[n:]
+			}
+			parts = append(parts, "@["+label+"]:\n"+strings.Join(m.segs, "\n"))
+		}
+		return strings.Join(parts, "\n\n")
+	}
+	for _, m := range msgs {
+		for _, s := range m.segs {
+			if s = strings.TrimSpace(s); s != "" {
+				parts = append(parts, s)
+			}
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// contentSegments are the texts of a message's content, as AgentV's
+// extractContentSegments gives them: a string, an object as indented JSON,
+// or the strings and {type: text, value} items of a list; blank ones
+// dropped, the others untrimmed.
+func contentSegments(c *ynode) []string {
+	var out []string
+	add := func(s string) {
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	switch {
+	case c == nil:
+	case c.kind == yscalar:
+		if s, ok := c.str(); ok {
+			add(s)
+		}
+	case c.kind == ymap:
+		if b, err := json.MarshalIndent(c.value(), "", "  "); err == nil {
+			add(string(b))
+		}
+	case c.kind == yseq:
+		for _, seg := range c.items {
+			if s, ok := seg.str(); ok {
+				add(s)
+			} else if t, _ := seg.get("type").str(); t == "text" {
+				s, _ := seg.get("value").str()
+				add(s)
+			}
+		}
+	}
+	return out
 }
 
 // expectedMessageCalls collects the tool_calls of assistant turns in

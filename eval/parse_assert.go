@@ -158,14 +158,13 @@ func (p *fileParser) assertionList(list *ynode, caseID string, expectedCalls []E
 			}
 			if rubric < 0 {
 				rubric = len(out)
-				out = append(out, Assertion{Name: "rubrics", Kind: KindJudge, Weight: 0, Pos: it.pos, Judge: &JudgeSpec{}})
+				out = append(out, Assertion{Name: "rubrics", Kind: KindJudge, Weight: 0, Pos: it.pos, Judge: &JudgeSpec{Type: "rubrics"}})
 			}
+			// AgentV: one rubrics grader of weight = the number of
+			// strings, each string a required item of weight 1.
 			a := &out[rubric]
 			a.Weight++
-			if a.Judge.Prompt != "" {
-				a.Judge.Prompt += "\n"
-			}
-			a.Judge.Prompt += s
+			a.Judge.Rubrics = append(a.Judge.Rubrics, RubricItem{ID: fmt.Sprintf("rubric-%d", len(a.Judge.Rubrics)+1), Outcome: s, Weight: 1, Required: true})
 			continue
 		}
 		mark := len(p.errs)
@@ -220,7 +219,9 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 	}
 	a.Kind = kind
 	a.Name, _ = y.first("name", "metric").str()
-	if a.Name == "" {
+	if a.Name == "" && kind == KindJudge {
+		a.Name = strings.ReplaceAll(t, "_", "-") // AgentV names a judge by its type: rubric, rubrics, llm-grader
+	} else if a.Name == "" {
 		a.Name = defaultName(kind, y)
 	}
 	if y.get("negate").boolean() {
@@ -277,11 +278,7 @@ func (p *fileParser) assertion(y *ynode, caseID string, expectedCalls []Expected
 	case KindLatency, KindCost, KindTokenUsage, KindExecutionMetrics:
 		a.Limits = p.limits(y, kind)
 	case KindJudge:
-		prompt, _ := y.first("prompt", "value", "criteria", "rubric").str()
-		if prompt == "" { // trajectory:goal-success: value: {goal: ...}
-			prompt, _ = y.get("value").get("goal").str()
-		}
-		a.Judge = &JudgeSpec{Prompt: prompt}
+		a.Judge = p.judgeSpec(y, strings.ReplaceAll(t, "_", "-"))
 	case KindScript:
 		a.Script = p.scriptSpec(y, raw)
 	}

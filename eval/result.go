@@ -1,9 +1,6 @@
 package eval
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Mode selects the scoring semantics.
 type Mode int
@@ -34,7 +31,9 @@ type Options struct {
 	Mode Mode
 	// Threshold is the case pass mark in (0,1]; 0 means DefaultThreshold.
 	Threshold float64
-	// Judge grades assertions that need an LLM; nil skips them.
+	// Judge grades the assertions that need a language model (llm-grader,
+	// rubric(s), bare strings, llm-rubric, g-eval, factuality,
+	// trajectory:goal-success); nil skips them with NoJudgeReason.
 	Judge Judge
 	// GraderTimeout bounds one run of a code-grader command; 0 means
 	// DefaultGraderTimeout.
@@ -46,28 +45,6 @@ func (o Options) threshold() float64 {
 		return DefaultThreshold
 	}
 	return o.Threshold
-}
-
-// Judge grades an assertion that needs a language model.
-type Judge interface {
-	// Grade returns a score in [0,1] and a reason. An error marks the
-	// assertion as skipped with the error as the reason.
-	Grade(ctx context.Context, req JudgeRequest) (JudgeResult, error)
-}
-
-// JudgeRequest is what a Judge sees.
-type JudgeRequest struct {
-	CaseID     string     // the case graded
-	Criteria   string     // the case's expected outcome
-	Prompt     string     // the assertion's rubric
-	Input      string     // the case's input to the agent
-	Trajectory Trajectory // what the agent did; the Judge must not modify it
-}
-
-// JudgeResult is a Judge's grade.
-type JudgeResult struct {
-	Score  float64 // in [0,1]; values outside are clamped
-	Reason string  // why, in a sentence, for reports
 }
 
 // Verdict is pass, fail or skip.
@@ -90,6 +67,8 @@ type Check struct {
 	Text    string // what was checked, with the values seen
 	Passed  bool   // the observation held
 	Skipped bool   // the check could not be made (e.g. no duration recorded)
+	// Evidence is a judge's reason for this check (AgentV's "evidence").
+	Evidence string
 }
 
 // CallMetrics are partial-credit measures of a trajectory against expected
@@ -126,6 +105,10 @@ type AssertionResult struct {
 	Calls   []ToolCall
 	Rows    []Row
 	Metrics *CallMetrics
+	// For judge assertions: the judge's overall reasoning, and every call
+	// made to the judge (prompt, raw answer, usage, error), in order.
+	Reasoning  string
+	JudgeCalls []JudgeCall
 }
 
 // CaseResult is the outcome of one case.

@@ -46,6 +46,12 @@ type Case struct {
 	Criteria string
 	// Input is the text of the user turns, joined by newlines.
 	Input string
+	// Question is the input as AgentV shows it to a judge: the text of
+	// every input message, trimmed, joined by spaces.
+	Question string
+	// Reference is the reference answer (the last expected_output
+	// message, AgentV's reference_answer); it is used only by a Judge.
+	Reference string
 	// Assertions are evaluated in order; the case score is their weighted
 	// mean.
 	Assertions []Assertion
@@ -247,10 +253,22 @@ type StepCountSpec struct {
 	Min, Max *float64
 }
 
-// JudgeSpec is an assertion that needs an LLM judge.
+// JudgeSpec is an assertion that needs an LLM judge. With Rubrics it is
+// graded item by item (a checklist, or 0-10 scores when an item has score
+// ranges); without, the judge gives one score in [0,1].
 type JudgeSpec struct {
-	// Prompt is the rubric or criteria text.
+	// Type is the grader type as written, normalized (llm-grader, rubrics,
+	// g-eval, …); "rubrics" for bare strings.
+	Type string
+	// Prompt replaces the case's criteria in AgentV's grading prompt; when
+	// it uses template variables ({{output}}, {{criteria}}, …) or Template
+	// is set, it is the whole grading prompt instead.
 	Prompt string
+	// Template is set when Prompt came from a file (prompt: file://…),
+	// which AgentV always takes as a whole template.
+	Template bool
+	// Rubrics are the items of a rubric grader, in file order.
+	Rubrics []RubricItem
 }
 
 // ScriptSpec is an assertion that runs an external grader command (a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/eval"
+	"github.com/loupe-dev/loupe/llm"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/traceio"
 )
@@ -46,8 +47,19 @@ type Config struct {
 	// GraderTimeout bounds one run of a code-grader command; 0 means
 	// eval.DefaultGraderTimeout.
 	GraderTimeout time.Duration
-	Workers       int  // 0: 1
-	Progress      bool // force the progress bar on standard error
+	// JudgeModel is the model that runs the LLM graders, as llm.Open
+	// reads it ("openai:gpt-4o-mini", "scripted:FILE"); "" skips them
+	// (each skipped case is named, with how to enable them). JudgeBaseURL
+	// and JudgeAPIKey replace the provider's endpoint and key. Judge,
+	// when set, is used instead (a Go program's own judge).
+	JudgeModel   string
+	JudgeBaseURL string
+	JudgeAPIKey  string
+	// JudgeTimeout bounds one judge call; 0 means no limit.
+	JudgeTimeout time.Duration
+	Judge        eval.Judge
+	Workers      int  // 0: 1
+	Progress     bool // force the progress bar on standard error
 
 	// Outputs.
 	Out          string // results JSONL path ("-" for standard output)
@@ -95,6 +107,17 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	}
 	if cfg.Threshold < 0 || cfg.Threshold > 1 {
 		return ExitNotGraded, fmt.Errorf("--threshold %g: want a score in (0, 1]", cfg.Threshold)
+	}
+	opts.Judge = cfg.Judge
+	if opts.Judge == nil && cfg.JudgeModel != "" {
+		j, err := OpenJudge(cfg.JudgeModel, llm.Options{BaseURL: cfg.JudgeBaseURL, APIKey: cfg.JudgeAPIKey})
+		if err != nil {
+			return ExitNotGraded, err
+		}
+		j.Timeout = cfg.JudgeTimeout
+		opts.Judge = j
+	} else if opts.Judge == nil && (cfg.JudgeBaseURL != "" || cfg.JudgeAPIKey != "") {
+		return ExitNotGraded, errors.New("--judge-base-url or --judge-api-key given without --judge-model: name the judge model too, e.g. --judge-model openai:gpt-4o-mini")
 	}
 	load := eval.LoadDefault
 	switch {

@@ -80,6 +80,12 @@ func WriteSummary(w io.Writer, rep *Report, showTime bool) error {
 		fmt.Fprintf(bw, " in %s", rep.Elapsed.Round(1e6))
 	}
 	fmt.Fprintln(bw)
+	for _, l := range judgeTotals(rep) {
+		fmt.Fprintln(bw, l)
+	}
+	if h := noJudgeHint(rep); h != "" {
+		fmt.Fprintln(bw, h)
+	}
 	if n := rep.GradersNotRun(); n > 0 {
 		fmt.Fprintf(bw, "%d grader(s) could not run; see the reasons above\n", n)
 	}

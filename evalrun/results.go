@@ -18,7 +18,9 @@ import (
 // every backend holds them without a schema change: an evaluation is a
 // trace of its own, named ResultsRunName and tagged EvalTag, with one custom
 // record named ResultRecord per case whose output is the case's Row
-// (summary only, never the graded trace's content), and a tag EvalOfPrefix +
+// (summary only, never the graded trace's content) followed by the
+// model.call records of the LLM judge calls that graded it (children of
+// the result record's span), and a tag EvalOfPrefix +
 // "<trace id>" for every graded trace so that ResultsFor finds them.
 const (
 	// EvalTag marks the traces that hold evaluation results.
@@ -69,7 +71,15 @@ func Save(ctx context.Context, st store.Store, rep *Report, now func() time.Time
 		Tags:  tags,
 	})
 	for _, res := range rep.Results {
-		ec.Custom(ResultRecord, trace.JSON(NewRow(rep, res, RowOptions{})))
+		// The judge calls that graded the case are model.call records
+		// under its result record, so `loupe traces show` of the
+		// evaluation shows each prompt, answer, tokens and cost next to
+		// the grade; the row names their span ids.
+		span := trace.NewSpanID()
+		ec.Record(trace.Record{Type: trace.TypeCustom, Name: ResultRecord, SpanID: span, Output: trace.JSON(NewRow(rep, res, RowOptions{}))})
+		for _, r := range judgeRecords(res, span) {
+			ec.Record(r)
+		}
 	}
 	pass, fail, skip, errs := rep.Counts()
 	ec.End(trace.JSON(map[string]int{"passed": pass, "failed": fail, "skipped": skip, "errors": errs, "graders_not_run": rep.GradersNotRun()}), nil)

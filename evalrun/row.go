@@ -60,13 +60,40 @@ type GraderScore struct {
 	Reason     string         `json:"reason,omitempty"`
 	Assertions []AssertionRow `json:"assertions,omitempty"`
 	Metrics    *Metrics       `json:"metrics,omitempty"`
+	// Reasoning is an LLM judge's overall reasoning; Judge its calls.
+	Reasoning string    `json:"reasoning,omitempty"`
+	Judge     *JudgeRow `json:"judge,omitempty"`
+}
+
+// JudgeRow sums up the LLM judge calls of one grader. The stored
+// evaluation holds each call in full (prompt, answer, usage) as the
+// model.call record whose span id a call names.
+type JudgeRow struct {
+	Model        string         `json:"model"`
+	InputTokens  int64          `json:"input_tokens"`
+	OutputTokens int64          `json:"output_tokens"`
+	CostUSD      *float64       `json:"cost_usd,omitempty"` // nil when no call was priced
+	Calls        []JudgeCallRow `json:"calls"`
+}
+
+// JudgeCallRow is one judge call. Answer is the judge's raw answer, kept
+// when it could not be read (the reason is in Error); Prompt, with
+// RowOptions.IncludeTrace, is the grading prompt.
+type JudgeCallRow struct {
+	SpanID     string  `json:"span_id,omitempty"`
+	Attempt    int     `json:"attempt"`
+	DurationMs float64 `json:"duration_ms"`
+	Error      string  `json:"error,omitempty"`
+	Answer     string  `json:"answer,omitempty"`
+	Prompt     string  `json:"prompt,omitempty"`
 }
 
 // AssertionRow is one elementary check, AgentV's {text, passed}.
 type AssertionRow struct {
-	Text    string `json:"text"`
-	Passed  bool   `json:"passed"`
-	Skipped bool   `json:"skipped,omitempty"`
+	Text     string `json:"text"`
+	Passed   bool   `json:"passed"`
+	Skipped  bool   `json:"skipped,omitempty"`
+	Evidence string `json:"evidence,omitempty"` // an LLM judge's reason for this check
 }
 
 // Metrics are eval.CallMetrics with JSON names.
@@ -153,9 +180,10 @@ func NewRow(rep *Report, res Result, o RowOptions) Row {
 		g := GraderScore{
 			Name: a.Name, Type: agentvType(a.Kind), Score: round(a.Score),
 			Verdict: a.Verdict, Weight: a.Weight, Reason: a.Reason, Metrics: metrics(a.Metrics),
+			Reasoning: a.Reasoning, Judge: judgeRow(a.JudgeCalls, o.IncludeTrace),
 		}
 		for _, c := range a.Checks {
-			ar := AssertionRow{Text: c.Text, Passed: c.Passed, Skipped: c.Skipped}
+			ar := AssertionRow{Text: c.Text, Passed: c.Passed, Skipped: c.Skipped, Evidence: c.Evidence}
 			g.Assertions = append(g.Assertions, ar)
 			row.Assertions = append(row.Assertions, ar)
 		}
@@ -172,6 +200,32 @@ func NewRow(rep *Report, res Result, o RowOptions) Row {
 		}
 	}
 	return row
+}
+
+// judgeRow sums up a grader's judge calls; nil when it made none.
+func judgeRow(calls []eval.JudgeCall, prompts bool) *JudgeRow {
+	if len(calls) == 0 {
+		return nil
+	}
+	j := &JudgeRow{Model: calls[0].Reply.Model, Calls: []JudgeCallRow{}}
+	var cost float64
+	for _, c := range calls {
+		j.InputTokens += c.Reply.InputTokens
+		j.OutputTokens += c.Reply.OutputTokens
+		cost += c.Reply.CostUSD
+		cr := JudgeCallRow{SpanID: c.Reply.ID, Attempt: c.Prompt.Attempt, DurationMs: ms(c.Duration), Error: c.Err}
+		if c.ParseError {
+			cr.Answer = c.Reply.Text
+		}
+		if prompts {
+			cr.Prompt = c.Prompt.User
+		}
+		j.Calls = append(j.Calls, cr)
+	}
+	if cost > 0 {
+		j.CostUSD = &cost
+	}
+	return j
 }
 
 // caseWarnings lists what did not stop a case but changed what was graded:

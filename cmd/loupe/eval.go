@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/loupe-dev/loupe/evalrun"
+	"github.com/loupe-dev/loupe/llm"
 	"github.com/loupe-dev/loupe/store"
 )
 
@@ -42,8 +44,16 @@ ignored, invalid graders dropped, unknown types scored 0), with a warning each.
 
 Code graders (code-grader) run their command with AgentV's JSON payload on
 standard input, in the eval file's directory (or cwd:), and print a JSON result
-{"score", "assertions"}; --grader-timeout bounds each run. Graders that need a
-language model (llm-grader, rubrics) are skipped and listed with the reason.
+{"score", "assertions"}; --grader-timeout bounds each run.
+
+Graders that need a language model (llm-grader, rubric, rubrics and bare
+criterion strings, llm-rubric, g-eval, factuality, trajectory:goal-success)
+run on the judge model --judge-model names, as provider:model:
+` + indentHelp(llm.Help()) + `--judge-base-url and --judge-api-key (or LOUPE_JUDGE_MODEL, LOUPE_JUDGE_BASE_URL,
+LOUPE_JUDGE_API_KEY) point it at another server, e.g. a local OpenAI-compatible
+one. Each judge call is stored with the results as a model call (prompt, answer,
+tokens, cost). Without a judge model these graders are skipped, and the cases
+that had them are named.
 
 Exit status: 0 every case passed, 1 a case failed, 2 the evaluation could not
 run (a bad file, a target that failed, a grader that could not run, no case
@@ -64,6 +74,19 @@ graded at all).`,
 				cfg.Selection.Filter.Since = q.Since
 			}
 			cfg.Selection.Filter.Tags = tags
+			// The environment fills what the flags leave out; the key is
+			// never a flag default, so --help cannot show it.
+			if cfg.JudgeModel == "" {
+				cfg.JudgeModel = os.Getenv("LOUPE_JUDGE_MODEL")
+			}
+			if cfg.JudgeModel != "" {
+				if cfg.JudgeBaseURL == "" {
+					cfg.JudgeBaseURL = os.Getenv("LOUPE_JUDGE_BASE_URL")
+				}
+				if cfg.JudgeAPIKey == "" {
+					cfg.JudgeAPIKey = os.Getenv("LOUPE_JUDGE_API_KEY")
+				}
+			}
 			cfg.DB = dbDSN(cmd)
 			cfg.StderrIsTerminal = term.IsTerminal(int(os.Stderr.Fd()))
 			code, err := evalrun.Execute(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -98,6 +121,10 @@ graded at all).`,
 	f.Float64Var(&cfg.Threshold, "threshold", 0, "pass mark of a case score in (0,1] (default 0.8)")
 	f.StringVar(&cfg.Compat, "compat", "", "scoring semantics: agentv (AgentV 4.42.4) or loupe (default)")
 	f.BoolVar(&cfg.Strict, "strict", false, "refuse an eval file with any problem (unknown key, invalid grader) instead of reporting that grader as could not run")
+	f.StringVar(&cfg.JudgeModel, "judge-model", "", "model for the LLM graders, provider:model (openai:gpt-4o-mini, anthropic:…, ollama:llama3.2, scripted:FILE); env LOUPE_JUDGE_MODEL")
+	f.StringVar(&cfg.JudgeBaseURL, "judge-base-url", "", "endpoint of the judge model's server (an OpenAI-compatible URL, a proxy); env LOUPE_JUDGE_BASE_URL")
+	f.StringVar(&cfg.JudgeAPIKey, "judge-api-key", "", "API key of the judge model (default: the provider's variable, e.g. OPENAI_API_KEY); env LOUPE_JUDGE_API_KEY")
+	f.DurationVar(&cfg.JudgeTimeout, "judge-timeout", 2*time.Minute, "time limit of one call to the judge model")
 	f.IntVar(&cfg.Workers, "workers", 1, "cases run and graded at once")
 	f.BoolVar(&cfg.Progress, "progress", false, "show a progress bar on standard error even when it is not a terminal")
 	f.StringVar(&cfg.Out, "out", "", "write AgentV-compatible result rows (JSONL) to this file (- for stdout)")
@@ -105,4 +132,9 @@ graded at all).`,
 	f.StringVar(&cfg.JUnit, "junit", "", "write a JUnit XML report to this file")
 	f.BoolVar(&cfg.NoStore, "no-store", false, "do not store the results and graded runs")
 	return cmd
+}
+
+// indentHelp indents llm.Help's lines for a command's long help.
+func indentHelp(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ") + "\n"
 }

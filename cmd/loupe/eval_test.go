@@ -49,8 +49,19 @@ func TestEvalCommand(t *testing.T) {
 			[]string{"mode agentv"}},
 		{"transcript of a real file", []string{"eval", "--no-store", realAgentV + "tool-trajectory-demo.v2.yaml",
 			"--transcript", "eval/testdata/real-runs/tool-trajectory-demo.jsonl"}, 1, []string{"4 passed, 1 failed"}},
-		{"real suite that needs judges", []string{"eval", "--no-store", realAgentV + "trace-evaluation.suite.yaml",
-			"--command", "cat " + staticTrace}, 2, []string{"5 failed", "could not run: grader command bun run"}},
+		{"real suite that needs judges, no judge", []string{"eval", "--no-store", realAgentV + "trace-evaluation.suite.yaml",
+			"--command", "cat " + staticTrace}, 2, []string{"5 failed", "could not run: grader command bun run",
+			"LLM graders skipped in 5 case(s)", "run them with --judge-model PROVIDER:MODEL (or LOUPE_JUDGE_MODEL)"}},
+		// The code graders need bun (not installed): still incomplete, but
+		// the judge graders are graded by the scripted judge.
+		{"real suite that needs judges, scripted judge", []string{"eval", "--no-store", realAgentV + "trace-evaluation.suite.yaml",
+			"--command", "cat " + staticTrace, "--judge-model", "scripted:evalrun/testdata/judges/trace-evaluation.yaml"}, 2,
+			[]string{"5 failed", "judge gpt-4o-mini-judge: 5 call(s)", "[ok] rubrics score 1.000", "[FAIL] rubrics score 0.000",
+				"could not run: the judge's answer could not be read", "could not run: judge call failed"}},
+		{"judge model from the environment", []string{"eval", "--no-store", realAgentV + "trace-evaluation.suite.yaml",
+			"--command", "cat " + staticTrace}, 2, []string{"judge gpt-4o-mini-judge: 5 call(s)"}},
+		{"bad judge model", []string{"eval", "--no-store", realAgentV + "trace-evaluation.suite.yaml",
+			"--command", "cat " + staticTrace, "--judge-model", "gpt-4o-mini"}, 2, []string{"--judge-model", "has no provider"}},
 		{"script, stored", []string{"eval", staticEval, "--script", "evalrun/testdata/scripts", "--workers", "2",
 			"--out", filepath.Join(tmp, "r.jsonl"), "--junit", filepath.Join(tmp, "r.xml")}, 0,
 			[]string{"4 passed", "results stored as trace"}},
@@ -66,6 +77,9 @@ func TestEvalCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if strings.Contains(tt.name, "environment") {
+				t.Setenv("LOUPE_JUDGE_MODEL", "scripted:evalrun/testdata/judges/trace-evaluation.yaml")
+			}
 			code, stdout, stderr := runLoupe(t, tt.args...)
 			all := stdout + stderr
 			if code != tt.code {
