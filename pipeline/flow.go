@@ -255,7 +255,11 @@ func checkContracts(e *errs, p *Pipeline) {
 			name = srv.Builtin
 		}
 		if b := BuiltinContract(name, tool); b != nil {
-			e.add(LayerContract, ct.Pos, fmt.Sprintf("`runtime.tool_contracts` overrides the built-in contract of `%s` (%s); expected contracts for other tools only", ct.Tool, b.Tool))
+			builtin := ""
+			if b.Tool != ct.Tool {
+				builtin = fmt.Sprintf(" (`%s`)", b.Tool)
+			}
+			e.add(LayerContract, ct.Pos, fmt.Sprintf("`runtime.tool_contracts` overrides the built-in contract of `%s`%s; expected contracts for other tools only", ct.Tool, builtin))
 		}
 	}
 	Walk(p.Steps, func(s Step) bool {

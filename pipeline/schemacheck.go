@@ -38,6 +38,12 @@ var resolvedPipelineSchema = sync.OnceValues(func() (*jsonschema.Resolved, error
 	return s.Resolve(nil)
 })
 
+// patternHelp says in words what the schema's name patterns accept.
+var patternHelp = map[string]string{
+	`^[A-Za-z_][A-Za-z0-9_]*$`:                           "a name of letters, digits and `_` that does not start with a digit",
+	`^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_-]*$`: "`server.tool`",
+}
+
 var patternCache sync.Map // pattern → *regexp.Regexp
 
 func compiled(pattern string) *regexp.Regexp {
@@ -258,7 +264,7 @@ func (w *schemaWalker) object(n *node, s *jsonschema.Schema, path string) {
 		key := k.value.(string)
 		ps := w.propSchema(s, key)
 		if ps == nil {
-			w.fail(k.pos, w.unknownKey(s, key, path))
+			w.fail(k.pos, w.unknownKey(n, s, key, path))
 			continue
 		}
 		w.check(n.vals[i], ps, join(path, key))
@@ -276,7 +282,14 @@ func (w *schemaWalker) object(n *node, s *jsonschema.Schema, path string) {
 	}
 }
 
-func (w *schemaWalker) unknownKey(s *jsonschema.Schema, key, path string) string {
+func (w *schemaWalker) unknownKey(n *node, s *jsonschema.Schema, key, path string) string {
+	if key == "input" || key == "output" {
+		for _, k := range n.keys {
+			if _, _, ok := splitServerTool(k.value.(string)); ok {
+				return fmt.Sprintf("`%s` is beside the step `%s`, not under it; expected it indented under `%s`", key, k.value, k.value)
+			}
+		}
+	}
 	if len(s.Properties) > 0 {
 		var names []string
 		for name := range s.Properties {
@@ -286,6 +299,15 @@ func (w *schemaWalker) unknownKey(s *jsonschema.Schema, key, path string) string
 		return fmt.Sprintf("unknown key `%s` in %s; expected one of %s", key, where(path), strings.Join(names, ", "))
 	}
 	if len(s.PatternProperties) > 0 {
+		var want []string
+		for pat := range s.PatternProperties {
+			if h, ok := patternHelp[pat]; ok {
+				want = append(want, h)
+			}
+		}
+		if len(want) == 1 {
+			return fmt.Sprintf("key `%s` in %s is not a valid name; expected %s", key, where(path), want[0])
+		}
 		return fmt.Sprintf("key `%s` in %s is not a valid name; expected %s", key, where(path), expected(s))
 	}
 	return fmt.Sprintf("unknown key `%s` in %s; expected %s", key, where(path), expected(s))
