@@ -335,7 +335,26 @@ pipeline:
         continue: [generator.reflect]
 `,
 			want: []string{
-				"p.yaml:7:15: router `router.check_quality` returns `complete`, which no branch takes; expected a branch named after each route, or a `value_map` entry listing it",
+				"p.yaml:7:15: router `router.check_quality` returns `complete`, which no branch takes; expected a branch named after each route (or branches named after its other routes: `high_quality` and `low_quality`), or a `value_map` entry listing it",
+			},
+		},
+		{
+			name: "branches after no route",
+			src: `servers:
+  generator: builtin
+parameters:
+  topic: $topic
+pipeline:
+  - generator.analyze
+  - branch:
+      router: check_quality
+      branches:
+        good: [generator.finalize]
+        complete: [generator.finalize]
+`,
+			want: []string{
+				"p.yaml:8:15: router `check_quality` returns `continue`, which no branch takes; expected a branch named after each route (or branches named after its other routes: `high_quality` and `low_quality`), or a `value_map` entry listing it",
+				"p.yaml:10:9: branch `good` is never taken: router `check_quality` returns `complete` or `continue`; expected a branch named after a route (or branches named after its other routes: `high_quality` and `low_quality`), or a `value_map` entry for `good` listing one",
 			},
 		},
 		{
