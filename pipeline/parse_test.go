@@ -203,3 +203,23 @@ func TestPipelineSplitWords(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPipelineParseValidate parses and validates omni's largest real
+// pipeline (ultrarag_complex.yaml, 1.6 KB).
+func BenchmarkPipelineParseValidate(b *testing.B) {
+	src, err := os.ReadFile(testrepo.Real(b, "omni/ultrarag_complex.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := Parse("f.yaml", src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if errs := p.Validate(); len(errs) > 0 {
+			b.Fatal(errs)
+		}
+	}
+}
