@@ -23,3 +23,31 @@ func TestPipelineGraphGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineGraphNested draws nested loops, a router list and an empty
+// branch (testdata/graph/nested.yaml).
+func TestPipelineGraphNested(t *testing.T) {
+	p, err := ParseFile("testdata/graph/nested.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := p.Validate(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	golden.Check(t, "graph/nested.mmd", []byte(p.Mermaid()))
+	golden.Check(t, "graph/nested.dot", []byte(p.DOT()))
+}
+
+func TestPipelineGraphQuoting(t *testing.T) {
+	src := "servers: {s: x}\npipeline:\n  - branch:\n      router: 'say \"hi\" \\'\n      branches: {a: [s.t]}\n"
+	p, err := Parse("q.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `n1{"say #quot;hi#quot; \"}`; !strings.Contains(p.Mermaid(), want) {
+		t.Errorf("Mermaid label not escaped, want %s in:\n%s", want, p.Mermaid())
+	}
+	if want := `label="say \"hi\" \\"`; !strings.Contains(p.DOT(), want) {
+		t.Errorf("DOT label not escaped, want %s in:\n%s", want, p.DOT())
+	}
+}

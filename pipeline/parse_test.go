@@ -223,3 +223,76 @@ func BenchmarkPipelineParseValidate(b *testing.B) {
 		}
 	}
 }
+
+// TestPipelineParseYAMLForms reads parameters written in YAML's other
+// forms: anchors without aliases, tags, block scalars, numbers of each
+// kind, null, complex and numeric keys.
+func TestPipelineParseYAMLForms(t *testing.T) {
+	src := `parameters:
+  anchored: &a 1
+  tagged: !!str 5
+  literal: |
+    line one
+    line two
+  folded: >
+    a
+    b
+  float: 0.5
+  inf: .inf
+  nan: .nan
+  big: 18446744073709551615
+  yes: true
+  none: null
+  empty:
+  list: [1, "two", {three: 3}]
+  ? complex
+  : value
+  1: numeric key
+pipeline: [s.t]
+servers: {s: servers/s}
+`
+	p, err := Parse("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) any {
+		q := p.Parameter(name)
+		if q == nil {
+			t.Fatalf("no parameter %s", name)
+		}
+		return q.Value
+	}
+	checks := map[string]any{
+		"anchored": int64(1), "tagged": "5", "literal": "line one\nline two\n", "folded": "a b\n",
+		"float": 0.5, "big": float64(18446744073709551615), "yes": true, "none": nil, "empty": nil,
+		"complex": "value", "1": "numeric key",
+	}
+	for name, want := range checks {
+		if got := get(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %#v, want %#v", name, got, want)
+		}
+	}
+	if v, ok := get("inf").(float64); !ok || v < 1e308 {
+		t.Errorf("inf = %v", get("inf"))
+	}
+	if v, ok := get("nan").(float64); !ok || v == v {
+		t.Errorf("nan = %v", get("nan"))
+	}
+	if got, want := get("list"), []any{int64(1), "two", map[string]any{"three": int64(3)}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("list = %#v, want %#v", got, want)
+	}
+	if q := p.Parameter("empty"); q.ValuePos != q.Pos {
+		t.Errorf("an empty value is at %s, want its key's position %s", q.ValuePos, q.Pos)
+	}
+	// Numeric and complex keys are not names: the schema layer says so.
+	var msgs []string
+	for _, e := range p.Validate() {
+		msgs = append(msgs, e.Error())
+	}
+	want := []string{
+		"f.yaml:20:3: key `1` in `parameters` is not a valid name; expected a name of letters, digits and `_` that does not start with a digit",
+	}
+	if !reflect.DeepEqual(msgs, want) {
+		t.Errorf("Validate = %q, want %q", msgs, want)
+	}
+}

@@ -303,7 +303,14 @@ func (c *converter) convert(n ast.Node, depth int, parent Pos) *node {
 	case *ast.AnchorNode:
 		return c.convert(n.Value, depth, pos)
 	case *ast.TagNode:
-		return c.convert(n.Value, depth, pos)
+		v := c.convert(n.Value, depth, pos)
+		if v != nil && v.kind == scalarNode && n.Start != nil && n.Start.Value == "!!str" && v.value != nil {
+			// An explicit string: keep the scalar's text, not its parsed value.
+			if t := n.Value.GetToken(); t != nil {
+				v.value = t.Value
+			}
+		}
+		return v
 	case *ast.AliasNode:
 		return c.fail(pos, "YAML aliases (*name) are not supported in pipelines; expected the value written out")
 	case *ast.MappingValueNode:
