@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,5 +51,25 @@ func TestPipelineGraphQuoting(t *testing.T) {
 	}
 	if want := `label="say \"hi\" \\"`; !strings.Contains(p.DOT(), want) {
 		t.Errorf("DOT label not escaped, want %s in:\n%s", want, p.DOT())
+	}
+}
+
+// TestPipelineGraphDOTRenders renders every DOT golden file with Graphviz,
+// when it is installed (Debian: apt-get install graphviz); it skips
+// otherwise.
+func TestPipelineGraphDOTRenders(t *testing.T) {
+	dot, err := exec.LookPath("dot")
+	if err != nil {
+		t.Skip("Graphviz's dot is not installed")
+	}
+	files, err := filepath.Glob("testdata/graph/*.dot")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no DOT files: %v", err)
+	}
+	for _, f := range files {
+		out, err := exec.Command(dot, "-Tsvg", f).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "<svg") {
+			t.Errorf("dot %s: %v\n%.500s", f, err, out)
+		}
 	}
 }
