@@ -130,6 +130,14 @@ func (c *checker) tool(s *ToolStep) {
 		}
 		return
 	}
+	if c.p.Dialect == Omni {
+		// Parameters are read-only (the memory pool's `$name` convention).
+		for _, o := range s.Output {
+			if _, ok := c.params[o.Var]; ok {
+				c.add(o.Pos, "step `%s` writes `%s`, which is a parameter and read-only; expected another variable name", s.Name(), o.Var)
+			}
+		}
+	}
 	if srv.Kind == ServerBuiltin && slices.Contains(BuiltinServers(), srv.Builtin) && BuiltinContract(srv.Builtin, s.Tool) == nil {
 		c.add(s.Pos, "unknown step `%s`: built-in server `%s` has no tool `%s`; expected one of %s", s.Name(), srv.Builtin, s.Tool, quoteList(builtinTools(srv.Builtin)))
 	}

@@ -358,6 +358,21 @@ pipeline:
 			},
 		},
 		{
+			name: "output writes a parameter",
+			src: `servers:
+  generator: builtin
+parameters:
+  topic: $topic
+pipeline:
+  - generator.analyze:
+      input: {topic: $topic}
+      output: [analysis, topic]
+`,
+			want: []string{
+				"p.yaml:8:26: step `generator.analyze` writes `topic`, which is a parameter and read-only; expected another variable name",
+			},
+		},
+		{
 			name: "empty branches and steps",
 			src: `servers:
   s: servers/s
