@@ -156,7 +156,7 @@ func TestPipelineParseSyntaxErrors(t *testing.T) {
 		{"deep flow", "pipeline: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", "f.yaml:1:74: YAML nested more than 64 levels deep; expected a shallower pipeline"},
 		{"deep block", deepBlock(70), "YAML nested more than 64 levels deep; expected a shallower pipeline"},
 		{"duplicate key", "pipeline: [a.b]\npipeline: [c.d]\n", "f.yaml:2:1: invalid YAML:"},
-		{"too big", "pipeline: [a.b]\n#" + strings.Repeat("x", MaxFileSize) + "\n", "f.yaml: file is 65554 bytes; expected at most 65536"},
+		{"too big", "pipeline: [a.b]\n#" + strings.Repeat("x", MaxFileSize) + "\n", "f.yaml: file is over 64 KiB; expected a pipeline of at most 65536 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -145,7 +145,8 @@ func (n *node) describe() string {
 // readYAML parses src into a node tree. Errors are syntax errors.
 func readYAML(e *errs, src []byte) *node {
 	if len(src) > MaxFileSize {
-		e.add(LayerSyntax, Pos{}, fmt.Sprintf("file is %d bytes; expected at most %d", len(src), MaxFileSize))
+		// ParseFile reads no more than MaxFileSize+1 bytes: say "over".
+		e.add(LayerSyntax, Pos{}, fmt.Sprintf("file is over %d KiB; expected a pipeline of at most %d bytes", MaxFileSize>>10, MaxFileSize))
 		return nil
 	}
 	if pos, ok := tooDeep(src); ok {
