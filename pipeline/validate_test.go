@@ -373,6 +373,55 @@ pipeline:
 			},
 		},
 		{
+			name: "loop carried through a branch of an outer loop",
+			src: `servers:
+  generator: builtin
+pipeline:
+  - loop:
+      max_iterations: 3
+      steps:
+        - generator.decide:
+            output: [route]
+        - branch:
+            router: pick
+            branches:
+              read:
+                - loop:
+                    max_iterations: 2
+                    steps:
+                      - generator.use:
+                          input: {x: $x}
+                          output: [y]
+              write:
+                - generator.make:
+                    input: {y: $y}
+                    output: [x]
+`,
+			want: nil,
+		},
+		{
+			name: "nested loops, first pass",
+			src: `servers:
+  generator: builtin
+pipeline:
+  - loop:
+      max_iterations: 3
+      steps:
+        - loop:
+            max_iterations: 2
+            steps:
+              - generator.use:
+                  input: {x: $x}
+                  output: [y]
+        - generator.make:
+            input: {y: $y}
+            output: [x]
+`,
+			want: []string{
+				"p.yaml:11:30: input `x` of step `generator.use` reads `$x` on the first pass of the loop at 7:11 before any step writes it (it is written at 15:22, later in the loop); expected `x` under `parameters` or in the `output` of an earlier step",
+			},
+		},
+		{
 			name: "empty branches and steps",
 			src: `servers:
   s: servers/s
