@@ -234,7 +234,11 @@ func (w *schemaWalker) check(n *node, s *jsonschema.Schema, path string) {
 		return
 	}
 	if !typeOK(n, s) {
-		w.fail(n.pos, fmt.Sprintf("%s is %s; expected %s", where(path), n.describe(), expected(s)))
+		hint := ""
+		if str, ok := n.str(); ok && strings.HasPrefix(str, "$") && s.Type != "string" && s.Type != "" {
+			hint = " (a `$name` is read only in step inputs and parameters, not here)"
+		}
+		w.fail(n.pos, fmt.Sprintf("%s is %s; expected %s%s", where(path), n.describe(), expected(s), hint))
 		return
 	}
 	switch n.kind {

@@ -252,7 +252,7 @@ pipeline:
         - generator.reflect
 `,
 			want: []string{
-				"p.yaml:7:23: `pipeline[0].loop.max_iterations` is the string \"$max_iterations\"; expected an integer from 1 to 1000000",
+				"p.yaml:7:23: `pipeline[0].loop.max_iterations` is the string \"$max_iterations\"; expected an integer from 1 to 1000000 (a `$name` is read only in step inputs and parameters, not here)",
 			},
 		},
 		{
