@@ -110,8 +110,9 @@ func TestPipelineHostileInput(t *testing.T) {
 	}
 }
 
-// FuzzParse checks that Parse, Validate and the graphs never panic and
-// that what they report is well formed.
+// FuzzParse checks that Parse, Validate and the graphs never panic, that
+// what they report is well formed, and that the schema layer and
+// jsonschema-go agree on whether a file matches schema.PipelineV1.
 func FuzzParse(f *testing.F) {
 	for _, tc := range realPipelines {
 		src, err := os.ReadFile("../testdata/real/" + tc.file)
@@ -139,6 +140,19 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		errs := p.Validate()
+		// The schema layer and jsonschema-go agree on the schema.
+		schemaErrs := 0
+		for _, e := range errs {
+			if e.Layer == LayerSchema {
+				schemaErrs++
+			}
+			if strings.HasPrefix(e.Msg, "does not match the pipeline schema") {
+				t.Errorf("only jsonschema-go found: %s", e)
+			}
+		}
+		if rs, err := resolvedPipelineSchema(); err == nil && schemaErrs > 0 && rs.Validate(p.root.json()) == nil {
+			t.Errorf("only the schema layer found: %v", errs)
+		}
 		for i, e := range errs {
 			if !strings.Contains(e.Msg, "expected") {
 				t.Errorf("error without what was expected: %s", e)

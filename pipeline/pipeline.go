@@ -460,8 +460,8 @@ type Contract struct {
 
 // Walk calls fn for each step of steps in file order, depth first: a loop
 // before its body, a branch before its router steps and then its branches.
-// It stops early when fn returns false for a step (its children are then
-// skipped, the walk goes on with the next step).
+// When fn returns false for a step, Walk skips that step's children and
+// goes on with the next step.
 func Walk(steps []Step, fn func(Step) bool) {
 	for _, s := range steps {
 		if !fn(s) {
