@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		newKeysCmd(),
 		newPricesCmd(),
 		newReplayCmd(),
+		newPipelineCmd(),
 	)
 	return root
 }
