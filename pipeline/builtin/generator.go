@@ -1,0 +1,149 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/loupe-dev/loupe/agent"
+)
+
+// genTask is one generator tool: what it asks the model, what it reads and
+// the key its text is returned under.
+type genTask struct {
+	name, desc, instruction, writes string
+	reads                           []string // labels of the prompt's sections, in order
+	needs                           string   // the section without which the task makes no sense
+}
+
+// genTasks are the generator's tools, in the order a pipeline usually calls
+// them.
+var genTasks = []genTask{
+	{name: "analyze", writes: "analysis", needs: "Topic",
+		desc:        "Analyse the topic: the aspects an answer must cover, from the context if any.",
+		instruction: "List the aspects a good answer to the topic must cover, grounded in the context when there is one. If a prior analysis is given, refine it rather than start over.",
+		reads:       []string{"Topic", "Context", "Prior analysis"}},
+	{name: "draft", writes: "draft", needs: "Topic",
+		desc:        "Write a first draft on the topic from the analysis.",
+		instruction: "Write a short first draft on the topic that follows the analysis.",
+		reads:       []string{"Topic", "Analysis", "Context"}},
+	{name: "generate", writes: "answer", needs: "Topic",
+		desc:        "Answer the question from the retrieved context.",
+		instruction: "Answer the question using only the context; say so when the context does not cover it.",
+		reads:       []string{"Topic", "Context"}},
+	{name: "reflect", writes: "critique", needs: "Text",
+		desc:        "Critique the latest text: what is missing or weak.",
+		instruction: "Critique the text: name what is missing, vague or unsupported, as concrete fixes.",
+		reads:       []string{"Topic", "Text"}},
+	{name: "improve", writes: "improved", needs: "Text",
+		desc:        "Improve the latest text, following the critique if any.",
+		instruction: "Rewrite the text so that it addresses the critique; keep what is right.",
+		reads:       []string{"Topic", "Text", "Critique"}},
+	{name: "finalize", writes: "final", needs: "Text",
+		desc:        "Turn the latest text into the final answer.",
+		instruction: "Turn the text into the final answer: clear, complete, no notes to self.",
+		reads:       []string{"Topic", "Text"}},
+}
+
+// Generator is the built-in generator server. Each of its tools (analyze,
+// draft, generate, reflect, improve, finalize) is one prompt to its model,
+// made from the call's arguments:
+//
+//   - Topic: topic, query or question;
+//   - Context: context, results or documents (strings or retriever hits),
+//     at most 5 passages of 600 bytes;
+//   - Prior analysis (analyze): prior or analysis;
+//   - Analysis (draft): analysis;
+//   - Text (reflect, improve, finalize): the latest of final, improved,
+//     draft, answer and analysis, or text;
+//   - Critique (improve): critique.
+//
+// The answer comes back under analysis, draft, answer, critique, improved
+// or final. The model call is made with agent.Generate, so it is traced as
+// a model.call of the run the context carries, with its usage and cost.
+// A Generator is safe for concurrent use if its model is.
+type Generator struct {
+	model agent.Model
+}
+
+// NewGenerator returns a Generator that prompts m; nil means Offline().
+func NewGenerator(m agent.Model) *Generator {
+	if m == nil {
+		m = Offline()
+	}
+	return &Generator{model: m}
+}
+
+// Tools returns the generator's tools.
+func (g *Generator) Tools() []Tool {
+	out := make([]Tool, len(genTasks))
+	for i, t := range genTasks {
+		out[i] = Tool{Name: t.name, Description: t.desc, Writes: []string{t.writes},
+			Reads: []string{"topic", "query", "question", "context", "results", "prior", "analysis", "draft", "answer", "improved", "final", "text", "critique"}}
+	}
+	return sortedTools(out)
+}
+
+// Close does nothing.
+func (g *Generator) Close() error { return nil }
+
+// Call runs one of the generator's tools.
+func (g *Generator) Call(ctx context.Context, tool string, args map[string]any) (map[string]any, error) {
+	var task *genTask
+	for i := range genTasks {
+		if genTasks[i].name == tool {
+			task = &genTasks[i]
+		}
+	}
+	if task == nil {
+		return nil, errUnknownTool("generator", tool, g.Tools())
+	}
+	sections := map[string]string{}
+	sections["Topic"], _ = firstString(args, "topic", "query", "question")
+	var ctxTexts []string
+	for _, k := range []string{"context", "results", "documents"} {
+		if ctxTexts = texts(args[k]); len(ctxTexts) > 0 {
+			break
+		}
+	}
+	if len(ctxTexts) > 0 {
+		var b strings.Builder
+		for i, t := range ctxTexts[:min(5, len(ctxTexts))] {
+			if len(t) > 600 {
+				t = t[:600] + "…"
+			}
+			fmt.Fprintf(&b, "[%d] %s\n", i+1, t)
+		}
+		sections["Context"] = strings.TrimSuffix(b.String(), "\n")
+	}
+	sections["Prior analysis"], _ = firstString(args, "prior", "analysis")
+	sections["Analysis"], _ = firstString(args, "analysis")
+	sections["Text"], _ = firstString(args, "text", "final", "improved", "draft", "answer", "analysis")
+	sections["Critique"], _ = firstString(args, "critique")
+	if sections[task.needs] == "" {
+		return nil, fmt.Errorf("generator.%s: %w: %s (give it as an earlier step's output, a parameter or an input mapping)", tool, ErrMissingArg, needsArgs(task.needs))
+	}
+	var user strings.Builder
+	for _, label := range task.reads {
+		if s := sections[label]; s != "" {
+			fmt.Fprintf(&user, "%s:\n%s\n\n", label, s)
+		}
+	}
+	req := agent.Request{Messages: []agent.Message{
+		{Role: agent.RoleSystem, Content: "You are the generator step of a pipeline.\nTask: " + task.name + "\n" + task.instruction},
+		{Role: agent.RoleUser, Content: strings.TrimSuffix(user.String(), "\n\n")},
+	}}
+	resp, err := agent.Generate(ctx, g.model, req)
+	if err != nil {
+		return nil, fmt.Errorf("generator.%s: model %s: %w", tool, g.model.Name(), err)
+	}
+	return map[string]any{task.writes: strings.TrimSpace(resp.Content)}, nil
+}
+
+// needsArgs names the arguments a prompt section comes from.
+func needsArgs(section string) string {
+	if section == "Topic" {
+		return "topic, query or question"
+	}
+	return "a text to work on (analysis, draft, answer, improved, final or text)"
+}
