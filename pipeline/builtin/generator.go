@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/trace"
 )
 
 // genTask is one generator tool: what it asks the model, what it reads and
@@ -133,11 +134,55 @@ func (g *Generator) Call(ctx context.Context, tool string, args map[string]any) 
 		{Role: agent.RoleSystem, Content: "You are the generator step of a pipeline.\nTask: " + task.name + "\n" + task.instruction},
 		{Role: agent.RoleUser, Content: strings.TrimSuffix(user.String(), "\n\n")},
 	}}
-	resp, err := agent.Generate(ctx, g.model, req)
+	resp, err := g.generate(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("generator.%s: model %s: %w", tool, g.model.Name(), err)
 	}
 	return map[string]any{task.writes: strings.TrimSpace(resp.Content)}, nil
+}
+
+// parentKey carries the span a generator's model calls are recorded under.
+type parentKey struct{}
+
+// WithParentSpan returns a copy of ctx in which the generator records its
+// model calls under span (the pipeline step that called it) rather than
+// under the run's current iteration, so that a trace tree shows each model
+// call inside its step. The run is still the one ctx carries.
+func WithParentSpan(ctx context.Context, span trace.SpanID) context.Context {
+	return context.WithValue(ctx, parentKey{}, span)
+}
+
+// generate asks the model: through agent.Generate (traced, with the run's
+// budgets and hooks), or, under a parent span set by WithParentSpan, by
+// calling the model and recording its model.call under that span, timed by
+// the run's clock.
+func (g *Generator) generate(ctx context.Context, req agent.Request) (resp agent.Response, err error) {
+	ec := trace.FromContext(ctx)
+	parent, ok := ctx.Value(parentKey{}).(trace.SpanID)
+	if ec == nil || !ok || parent.IsZero() {
+		return agent.Generate(ctx, g.model, req)
+	}
+	start := ec.Duration()
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				err = trace.NewPanicError(v)
+			}
+		}()
+		resp, err = g.model.Generate(ctx, req)
+	}()
+	r := trace.Record{Type: trace.TypeModelCall, ParentID: parent, Name: g.model.Name(), Input: trace.JSON(req.Messages),
+		Usage: resp.Usage, Status: resp.FinishReason, Duration: ec.Duration() - start}
+	if err != nil {
+		r.Error = err.Error()
+	} else {
+		r.Output = trace.Text(resp.Content)
+		if resp.Thinking != "" {
+			r.Thinking = trace.Text(resp.Thinking)
+		}
+	}
+	ec.Record(r)
+	return resp, err
 }
 
 // needsArgs names the arguments a prompt section comes from.
