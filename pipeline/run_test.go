@@ -117,10 +117,10 @@ func checkTrace(t *testing.T, recs []trace.Record) (tools, iterations, branches,
 
 func TestPipelineOmniDemos(t *testing.T) {
 	tests := []struct {
-		file                                      string
-		params                                    map[string]any
-		tools, iterations, branches, minWrites    int
-		wantOut                                   string
+		file                                   string
+		params                                 map[string]any
+		tools, iterations, branches, minWrites int
+		wantOut                                string
 	}{
 		{file: "demo-simple", tools: 3, minWrites: 3, wantOut: "final"},
 		{file: "demo-loop", tools: 3, branches: 1, minWrites: 6, wantOut: "critique"},
