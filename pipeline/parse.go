@@ -267,7 +267,9 @@ func (b *builder) loop(k, v *node) Step {
 		} else {
 			b.omni(mk.pos, "`loop.max_iterations`")
 		}
-		if s.MaxKey == "" {
+		if s.MaxKey != "" {
+			s.bothPos = mk.pos
+		} else {
 			s.MaxKey, s.MaxPos = key, mk.pos
 			if n, ok := mv.value.(int64); ok && mv.kind == scalarNode && n >= 1 && n <= maxLoopBound {
 				s.Max = int(n)

@@ -317,6 +317,9 @@ type LoopStep struct {
 	MaxPos Pos
 	// Steps are the loop body.
 	Steps []Step
+
+	// bothPos is the position of the second bound key when both were written.
+	bothPos Pos
 }
 
 // Position returns s.Pos.
@@ -442,6 +445,9 @@ type Contract struct {
 	// RequiredInputKeys are the `input` keys a step with an input mapping
 	// must bind.
 	RequiredInputKeys []string
+	// Routes are the route tokens a router tool returns (built-in routers
+	// only; a pipeline cannot declare them).
+	Routes []string
 	// Pos is where the contract was written (zero for built-in ones).
 	Pos Pos
 }

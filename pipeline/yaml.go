@@ -70,9 +70,6 @@ func (n *node) str() (string, bool) {
 	return s, ok
 }
 
-// isNull reports whether n is absent or a YAML null.
-func (n *node) isNull() bool { return n == nil || (n.kind == scalarNode && n.value == nil) }
-
 // json returns n as a JSON-like value (map[string]any, []any, string,
 // float64 for every number, bool, nil), as the JSON Schema validator reads
 // it.
