@@ -23,7 +23,8 @@ type contractsFile struct {
 	Version       string `json:"version"`
 	ToolContracts map[string]struct {
 		RequiredInputKeys []string `json:"required_input_keys"`
-		Routes            []string `json:"routes"`
+		Routes            []string   `json:"routes"`
+		RouteSets         [][]string `json:"route_sets"`
 	} `json:"tool_contracts"`
 }
 
@@ -34,7 +35,7 @@ var builtinContracts = sync.OnceValue(func() []*Contract {
 	}
 	var out []*Contract
 	for tool, c := range f.ToolContracts {
-		out = append(out, &Contract{Tool: tool, RequiredInputKeys: c.RequiredInputKeys, Routes: c.Routes})
+		out = append(out, &Contract{Tool: tool, RequiredInputKeys: c.RequiredInputKeys, Routes: c.Routes, RouteSets: c.RouteSets})
 	}
 	slices.SortFunc(out, func(a, b *Contract) int { return strings.Compare(a.Tool, b.Tool) })
 	return out

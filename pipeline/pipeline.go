@@ -448,6 +448,10 @@ type Contract struct {
 	// Routes are the route tokens a router tool returns (built-in routers
 	// only; a pipeline cannot declare them).
 	Routes []string
+	// RouteSets are other route vocabularies the router returns beside
+	// Routes (in other result fields): a branch whose names or value_map
+	// use one of them is checked against that one instead.
+	RouteSets [][]string
 	// Pos is where the contract was written (zero for built-in ones).
 	Pos Pos
 }

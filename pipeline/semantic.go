@@ -227,14 +227,27 @@ func (c *checker) knownRoutes(s *BranchStep) ([]string, string) {
 			return nil, ""
 		}
 		if ct := BuiltinContract(srv.Builtin, t.Tool); ct != nil && len(ct.Routes) > 0 {
-			return ct.Routes, t.Name()
+			return routeSet(ct, s), t.Name()
 		}
 		return nil, ""
 	}
 	if ct := BuiltinRouter(s.Router); ct != nil {
-		return ct.Routes, s.Router
+		return routeSet(ct, s), s.Router
 	}
 	return nil, ""
+}
+
+// routeSet returns the route vocabulary of ct that s uses: the first of
+// ct.RouteSets one of whose tokens selects a branch of s, else ct.Routes.
+func routeSet(ct *Contract, s *BranchStep) []string {
+	for _, set := range ct.RouteSets {
+		for _, r := range set {
+			if s.Route(r) != nil {
+				return set
+			}
+		}
+	}
+	return ct.Routes
 }
 
 func (p Pos) or(q Pos) Pos {
