@@ -420,12 +420,13 @@ func TestPipelineDispatchModes(t *testing.T) {
 }
 
 func TestPipelineErrors(t *testing.T) {
+	// Parsed, not validated: Run validates.
 	write := func(t *testing.T, src string) *pipeline.Pipeline {
-		path := filepath.Join(t.TempDir(), "p.yaml")
-		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		p, err := pipeline.Parse("p.yaml", []byte(src))
+		if err != nil {
 			t.Fatal(err)
 		}
-		return load(t, path)
+		return p
 	}
 	tests := []struct {
 		name, src string
@@ -444,7 +445,7 @@ func TestPipelineErrors(t *testing.T) {
 			servers: map[string]pipeline.ToolServer{"boom": funcServer{"go": func(context.Context, map[string]any) (any, error) { panic("kaboom") }}},
 			want:    []string{"step 1 boom.go", "panic: kaboom"}, reason: trace.TerminationError},
 		{name: "input never written", src: "servers: {generator: builtin}\npipeline:\n  - generator.analyze:\n      input: {topic: \"$nowhere\"}\n",
-			want: []string{"input topic (", "reads nowhere, which no step has written yet and no parameter defines"}, reason: trace.TerminationError},
+			want: []string{"p.yaml:4:22: input `topic` of step `generator.analyze` reads `$nowhere`, which is neither a parameter nor a step output"}},
 		{name: "output not in result", src: "servers: {evaluator: builtin}\nparameters: {answer: a, reference: a}\npipeline:\n  - evaluator.evaluate:\n      output: [quality_score, grade]\n",
 			want: []string{"output grade: the result has no \"grade\" (it has exact_match, f1,"}, reason: trace.TerminationError},
 		{name: "no route", src: "servers: {generator: builtin}\nparameters: {topic: x, route: sideways}\npipeline:\n  - generator.analyze\n  - branch:\n      router: pick\n      branches:\n        left: [generator.draft]\n        right: [generator.draft]\n",
