@@ -22,7 +22,7 @@ var ContractsV1 []byte
 type contractsFile struct {
 	Version       string `json:"version"`
 	ToolContracts map[string]struct {
-		RequiredInputKeys []string `json:"required_input_keys"`
+		RequiredInputKeys []string   `json:"required_input_keys"`
 		Routes            []string   `json:"routes"`
 		RouteSets         [][]string `json:"route_sets"`
 	} `json:"tool_contracts"`

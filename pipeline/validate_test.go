@@ -28,8 +28,7 @@ import (
 //     be wrong, so nothing is reported (empty branches such as
 //     `complete: []` are UltraRAG's way of doing nothing on a route).
 func TestPipelineValidateReal(t *testing.T) {
-	want := map[string][]string{
-	}
+	want := map[string][]string{}
 	for _, tc := range realPipelines {
 		t.Run(tc.file, func(t *testing.T) {
 			p := parseReal(t, tc.file)
