@@ -110,7 +110,7 @@ func connectMCP(ctx context.Context, p *Pipeline, s *Server) (ToolServer, error)
 // ErrServerMissing is wrapped by the error for a server whose command names
 // a path that is not a program here, such as UltraRAG's servers/retriever
 // directories of Python code.
-var ErrServerMissing = errors.New("server program not found")
+var ErrServerMissing = errors.New("no such server program")
 
 // checkCommand fails, saying how to fix the pipeline, when s's program is a
 // path that does not exist or is a directory: UltraRAG names its Python
@@ -133,5 +133,5 @@ func checkCommand(p *Pipeline, s *Server) error {
 	if slices.Contains(builtin.Names(), s.Name) {
 		fix += fmt.Sprintf(", or write `builtin` for Loupe's built-in %s", s.Name)
 	}
-	return fmt.Errorf("server %s (%s:%s): %q %s: %w; %s", s.Name, p.File, s.ValuePos, prog, what, ErrServerMissing, fix)
+	return fmt.Errorf("server %s (%s:%s): %w: %q %s; %s", s.Name, p.File, s.ValuePos, ErrServerMissing, prog, what, fix)
 }
