@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -19,18 +20,20 @@ const (
 	LayerSemantic Layer = "semantic"
 	// LayerContract: a step does not give what its tool's contract requires.
 	LayerContract Layer = "contract"
+	// LayerRead: the file could not be read (Load only).
+	LayerRead Layer = "read"
 )
 
 // Error is one problem in a pipeline file.
 type Error struct {
 	// File is the file name given to Parse.
-	File string `json:"file"`
+	File string
 	// Pos is where the problem is; zero when it concerns the whole file.
-	Pos Pos `json:"-"`
+	Pos Pos
 	// Layer is the check that found it.
-	Layer Layer `json:"layer"`
+	Layer Layer
 	// Msg says what is wrong and, after "; ", what was expected.
-	Msg string `json:"message"`
+	Msg string
 }
 
 // Error returns "file:line:column: message" ("file: message" without a
@@ -40,6 +43,18 @@ func (e *Error) Error() string {
 		return e.File + ": " + e.Msg
 	}
 	return e.File + ":" + e.Pos.String() + ": " + e.Msg
+}
+
+// MarshalJSON encodes e as {"file", "line", "column", "layer", "message"}
+// (line and column 0 when the error has no position).
+func (e *Error) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		File    string `json:"file"`
+		Line    int    `json:"line"`
+		Column  int    `json:"column"`
+		Layer   Layer  `json:"layer"`
+		Message string `json:"message"`
+	}{e.File, e.Pos.Line, e.Pos.Column, e.Layer, e.Msg})
 }
 
 // ErrorList is every problem found in a file, sorted by position (then

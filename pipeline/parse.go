@@ -30,19 +30,27 @@ func Parse(file string, src []byte) (*Pipeline, error) {
 	return p, nil
 }
 
-// Load reads, parses and validates the pipeline file at path. It returns
-// the Pipeline with an ErrorList holding every problem found; the Pipeline
-// is nil only when the file could not be read or parsed.
+// Load reads, parses and validates the pipeline file at path. The error,
+// when not nil, is always an ErrorList holding every problem found (a file
+// that cannot be read is one error of LayerRead); the Pipeline is nil only
+// when the file could not be read or parsed.
 func Load(path string) (*Pipeline, error) {
-	src, err := readFile(path)
-	if err != nil {
-		return nil, err
-	}
-	p, err := Parse(path, src)
+	p, err := ParseFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return p, p.Validate().Err()
+}
+
+// ParseFile reads the file at path (no more than MaxFileSize+1 bytes of it)
+// and parses it with Parse, path as the file name. The error, when not nil,
+// is an ErrorList.
+func ParseFile(path string) (*Pipeline, error) {
+	src, err := readFile(path)
+	if err != nil {
+		return nil, ErrorList{{File: path, Layer: LayerRead, Msg: "cannot read the file: " + err.Error()}}
+	}
+	return Parse(path, src)
 }
 
 // readFile reads at most MaxFileSize+1 bytes of path, so that a huge file

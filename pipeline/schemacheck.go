@@ -40,7 +40,7 @@ var resolvedPipelineSchema = sync.OnceValues(func() (*jsonschema.Resolved, error
 
 // patternHelp says in words what the schema's name patterns accept.
 var patternHelp = map[string]string{
-	`^[A-Za-z_][A-Za-z0-9_]*$`:                           "a name of letters, digits and `_` that does not start with a digit",
+	`^[A-Za-z_][A-Za-z0-9_]*$`:                          "a name of letters, digits and `_` that does not start with a digit",
 	`^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_-]*$`: "`server.tool`",
 }
 
