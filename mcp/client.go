@@ -419,6 +419,10 @@ func (c *Client) goneError(tool string) error {
 // two seconds and SIGKILL two seconds later; the process is always
 // reaped. Calls in progress fail; later calls fail at once. Close is
 // idempotent and safe to call concurrently with calls.
+//
+// Close reports an error only when a stdio server's process outlived even
+// SIGKILL: a server that is already gone, or an HTTP server that does not
+// take the session's DELETE, leaves nothing for the caller to do.
 func (c *Client) Close() error {
 	c.shutdown("Client.Close was called", 2*time.Second)
 	return c.closeErr
@@ -432,18 +436,15 @@ func (c *Client) shutdown(why string, grace time.Duration) {
 		if c.stopCtx != nil {
 			c.stopCtx()
 		}
-		err := c.sess.Close()
+		c.sess.Close()
 		if c.proc != nil {
-			c.proc.stop(grace)
+			if err := c.proc.stop(grace); err != nil {
+				c.closeErr = &Error{Server: c.name, Err: err}
+			}
 		}
 		select {
 		case <-c.done:
 		case <-time.After(5 * time.Second): // a transport that never ends its session
-		}
-		if err != nil && !errors.Is(err, mcpsdk.ErrConnectionClosed) && c.proc == nil {
-			// For a process, a close error is only the pipe or the exit
-			// status of a server that was asked to go.
-			c.closeErr = &Error{Server: c.name, Err: fmt.Errorf("closing the session: %w", err)}
 		}
 	})
 }

@@ -66,8 +66,9 @@ func startProc(s Server) (*proc, error) {
 // stop ends the process: stdin is closed (the protocol's way to ask a
 // stdio server to exit), then it gets SIGTERM after grace and SIGKILL
 // after grace again (at once when grace is 0). It returns once the process
-// has been reaped, or after a few seconds if even SIGKILL does not end it.
-func (p *proc) stop(grace time.Duration) {
+// has been reaped, or with an error after a few seconds if even SIGKILL
+// does not end it.
+func (p *proc) stop(grace time.Duration) error {
 	p.stdin.Close() // may already be closed by the session: harmless
 	wait := func(d time.Duration) bool {
 		if d <= 0 {
@@ -92,9 +93,13 @@ func (p *proc) stop(grace time.Duration) {
 		if !termed || !wait(grace) {
 			p.cmd.Process.Kill()
 		}
-		wait(5 * time.Second)
+		if !wait(5 * time.Second) {
+			p.stdout.Close()
+			return fmt.Errorf("process %d did not exit within 5s of SIGKILL", p.cmd.Process.Pid)
+		}
 	}
 	p.stdout.Close()
+	return nil
 }
 
 // exitText says how the process exited, or "" while it runs.
