@@ -57,7 +57,16 @@ func TestPipelineValidateCommand(t *testing.T) {
 
 func TestPipelineValidateCommandJSON(t *testing.T) {
 	testrepo.Chdir(t)
-	code, out, _ := runLoupe(t, "pipeline", "validate", "--json", "testdata/real/omni/demo-branch.yaml", "testdata/real/omni/ultrarag_complex.yaml")
+	// demo-branch with branches no route of check_quality selects.
+	src, err := os.ReadFile("testdata/real/omni/demo-branch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "demo-branch.yaml")
+	if err := os.WriteFile(bad, []byte(strings.NewReplacer("high_quality", "good", "low_quality", "poor").Replace(string(src))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runLoupe(t, "pipeline", "validate", "--json", bad, "testdata/real/omni/ultrarag_complex.yaml")
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -85,7 +94,7 @@ func TestPipelineValidateCommandJSON(t *testing.T) {
 	if branch.Valid || branch.Dialect != "omni" || len(branch.Errors) != 3 {
 		t.Errorf("demo-branch = %+v, want invalid omni with 3 errors", branch)
 	}
-	if e := branch.Errors[1]; e.Line != 17 || e.Column != 9 || e.Layer != "semantic" || !strings.HasPrefix(e.Message, "branch `high_quality` is never taken") {
+	if e := branch.Errors[1]; e.Line != 17 || e.Column != 9 || e.Layer != "semantic" || !strings.HasPrefix(e.Message, "branch `good` is never taken") {
 		t.Errorf("second error = %+v", e)
 	}
 	if !complex.Valid || complex.Errors == nil || len(complex.Errors) != 0 {
@@ -108,8 +117,16 @@ func TestPipelineGraphCommand(t *testing.T) {
 		t.Errorf("dot: exit %d, stdout:\n%s", code, out)
 	}
 	// An invalid pipeline is drawn, with its errors as warnings.
-	code, out, errOut = runLoupe(t, "pipeline", "graph", "testdata/real/omni/demo-branch.yaml")
-	if code != 0 || !strings.HasPrefix(out, "flowchart TD\n") || !strings.Contains(errOut, "warning: testdata/real/omni/demo-branch.yaml:17:9: branch `high_quality` is never taken") {
+	src, err := os.ReadFile("testdata/real/omni/demo-branch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	invalid := filepath.Join(t.TempDir(), "demo-branch.yaml")
+	if err := os.WriteFile(invalid, []byte(strings.NewReplacer("high_quality", "good", "low_quality", "poor").Replace(string(src))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runLoupe(t, "pipeline", "graph", invalid)
+	if code != 0 || !strings.HasPrefix(out, "flowchart TD\n") || !strings.Contains(errOut, "warning: "+invalid+":17:9: branch `good` is never taken") {
 		t.Errorf("invalid pipeline: exit %d, stderr %q", code, errOut)
 	}
 	if code, _, errOut := runLoupe(t, "pipeline", "graph", "--format", "png", "testdata/real/ultrarag/rag_loop.yaml"); code != 1 || !strings.Contains(errOut, `--format "png": expected mermaid or dot`) {
