@@ -10,7 +10,7 @@ import (
 	"github.com/loupe-dev/loupe/trace"
 )
 
-func TestF1AndExactMatch(t *testing.T) {
+func TestPipelineBuiltinF1AndExactMatch(t *testing.T) {
 	tests := []struct {
 		answer, ref string
 		em, f1      float64
@@ -32,7 +32,7 @@ func TestF1AndExactMatch(t *testing.T) {
 	}
 }
 
-func TestEvaluate(t *testing.T) {
+func TestPipelineBuiltinEvaluate(t *testing.T) {
 	tests := []struct {
 		name   string
 		args   map[string]any
@@ -66,7 +66,7 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
-func TestCheckQuality(t *testing.T) {
+func TestPipelineBuiltinCheckQuality(t *testing.T) {
 	tests := []struct {
 		name                    string
 		args                    map[string]any
@@ -93,7 +93,7 @@ func TestCheckQuality(t *testing.T) {
 	}
 }
 
-func TestRetriever(t *testing.T) {
+func TestPipelineBuiltinRetriever(t *testing.T) {
 	ctx := context.Background()
 	r, err := NewRetriever("")
 	if err != nil {
@@ -138,7 +138,7 @@ func TestRetriever(t *testing.T) {
 	}
 }
 
-func TestRetrieverIndexesDocumentsOnFirstSearch(t *testing.T) {
+func TestPipelineBuiltinRetrieverIndexesDocumentsOnFirstSearch(t *testing.T) {
 	r, err := NewRetriever("")
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestRetrieverIndexesDocumentsOnFirstSearch(t *testing.T) {
 	}
 }
 
-func TestGeneratorOffline(t *testing.T) {
+func TestPipelineBuiltinGeneratorOffline(t *testing.T) {
 	tr := trace.New(trace.Options{})
 	ctx, run := tr.Start(context.Background(), "gen", trace.RunOptions{})
 	g := NewGenerator(nil)
@@ -187,7 +187,7 @@ func TestGeneratorOffline(t *testing.T) {
 	}
 }
 
-func TestNew(t *testing.T) {
+func TestPipelineBuiltinNew(t *testing.T) {
 	for _, n := range Names() {
 		s, err := New(n, Config{})
 		if err != nil {
