@@ -106,9 +106,10 @@ func DispatchFor(p *Pipeline, d trace.DispatchOptions) trace.DispatchOptions {
 // Steps run in order; a loop runs its body up to its bound (`times` or
 // `max_iterations`) and stops early after a pass in which a branch took the
 // route "complete". A step without an input mapping is given the whole
-// pool (see Pool.View; for an MCP server, only the arguments its tool's
-// schema names), and, in a loop, the pass number as "iteration" unless the
-// pool has one. Its result's keys (or those its output names) are written
+// pool values its tool reads (see Pool.View): for a built-in server those
+// its builtin.Tool lists, for an MCP server the properties of the tool's
+// input schema, for a server from RunOptions.Connect the whole pool; in a
+// loop the pass number is given as "iteration" unless the pool has one. Its result's keys (or those its output names) are written
 // to the pool.
 //
 // A failing step ends with its error (tool.error), and the run with an
@@ -437,21 +438,23 @@ func outputs(s *ToolStep, res any) ([]write, error) {
 func (r *runner) inputs(s *ToolStep, srv ToolServer) (map[string]any, error) {
 	if s.Input == nil {
 		view := r.pool.View()
-		if m, ok := srv.(*mcpServer); ok {
-			// A server of someone else's gets only what its tool asks for.
-			props, _ := m.properties(s.Tool)
-			args := map[string]any{}
-			for _, k := range props {
-				if v, ok := view[k]; ok {
-					args[k] = v
-				}
-			}
-			return args, nil
-		}
 		if _, ok := view["iteration"]; !ok && r.loops > 0 {
 			view["iteration"] = r.pass
 		}
-		return view, nil
+		n, ok := srv.(argNamer)
+		if !ok {
+			return view, nil // a server of the caller's (RunOptions.Connect): the whole pool
+		}
+		// A tool gets what it reads: for an MCP server, the properties of
+		// its input schema (none if it has no schema), not the whole pool.
+		names, _ := n.argNames(s.Tool)
+		args := map[string]any{}
+		for _, k := range names {
+			if v, ok := view[k]; ok {
+				args[k] = v
+			}
+		}
+		return args, nil
 	}
 	args := make(map[string]any, len(s.Input))
 	for _, in := range s.Input {

@@ -33,6 +33,20 @@ func (b builtinServer) CallTool(ctx context.Context, tool string, args map[strin
 }
 func (b builtinServer) Close() error { return b.s.Close() }
 
+func (b builtinServer) argNames(tool string) ([]string, bool) {
+	for _, t := range b.s.Tools() {
+		if t.Name == tool {
+			return t.Reads, true
+		}
+	}
+	return nil, false
+}
+
+// argNamer is a ToolServer that knows the arguments a tool reads.
+type argNamer interface {
+	argNames(tool string) ([]string, bool)
+}
+
 // mcpServer adapts an MCP client. Its results are the tool's structured
 // content when it has some, else its text decoded when it is a JSON
 // object, else {"text": text}.
@@ -62,8 +76,8 @@ func (m *mcpServer) CallTool(ctx context.Context, tool string, args map[string]a
 
 func (m *mcpServer) Close() error { return m.c.Close() }
 
-// properties returns the input properties of tool's schema, if it has one.
-func (m *mcpServer) properties(tool string) ([]string, bool) {
+// argNames returns the input properties of tool's schema, if it has one.
+func (m *mcpServer) argNames(tool string) ([]string, bool) {
 	p, ok := m.props[tool]
 	return p, ok
 }

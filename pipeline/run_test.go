@@ -448,13 +448,21 @@ func TestPipelineErrors(t *testing.T) {
 			want: []string{"p.yaml:4:22: input `topic` of step `generator.analyze` reads `$nowhere`, which is neither a parameter nor a step output"}},
 		{name: "output not in result", src: "servers: {evaluator: builtin}\nparameters: {answer: a, reference: a}\npipeline:\n  - evaluator.evaluate:\n      output: [quality_score, grade]\n",
 			want: []string{"output grade: the result has no \"grade\" (it has exact_match, f1,"}, reason: trace.TerminationError},
+		{name: "server that exits", src: "servers: {dead: /bin/false}\npipeline: [dead.anything]\n",
+			want: []string{"step 1 dead.anything (p.yaml:2:12): server dead (p.yaml:1:17, \"/bin/false\")"}, reason: trace.TerminationError},
+		{name: "parameters are not substituted into commands", src: "servers: {x: \"$cmd\"}\nparameters: {cmd: /bin/sh}\npipeline: [x.run]\n",
+			want: []string{`server x (p.yaml:1:14, "$cmd")`}, reason: trace.TerminationError},
 		{name: "no route", src: "servers: {generator: builtin}\nparameters: {topic: x, route: sideways}\npipeline:\n  - generator.analyze\n  - branch:\n      router: pick\n      branches:\n        left: [generator.draft]\n        right: [generator.draft]\n",
 			want: []string{"branch pick (", "no route", "route = \"sideways\" selects none; the branches are left, right"}, reason: trace.TerminationError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := write(t, tt.src)
-			res, err := pipeline.Run(context.Background(), p, pipeline.RunOptions{Params: tt.params, Trace: clock(), Connect: connectTo(t, tt.servers)})
+			o := pipeline.RunOptions{Params: tt.params, Trace: clock()}
+			if tt.servers != nil {
+				o.Connect = connectTo(t, tt.servers)
+			}
+			res, err := pipeline.Run(context.Background(), p, o)
 			if err == nil {
 				t.Fatal("no error")
 			}

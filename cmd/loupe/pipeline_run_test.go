@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,5 +116,39 @@ func TestPipelineRunCmdErrors(t *testing.T) {
 	out, _ := runPipelineCmd(t, "pipeline", "run", "--no-store", "../../testdata/real/ultrarag/vanilla_rag.yaml")
 	if !strings.Contains(out, "vanilla_rag  error") || !strings.Contains(out, "✗ server benchmark") {
 		t.Errorf("failed run's output:\n%s", out)
+	}
+}
+
+func TestPipelineRunCmdScriptedModel(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "turns.yaml")
+	src := `model: scripted-pipeline
+turns:
+  - answer: Typed languages trade flexibility for early error detection.
+    usage: {input_tokens: 50, output_tokens: 10}
+  - answer: "Draft: types catch errors before the program runs."
+    usage: {input_tokens: 60, output_tokens: 12}
+  - answer: Use a typed language when correctness matters more than speed of writing.
+    usage: {input_tokens: 70, output_tokens: 14}
+`
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runPipelineCmd(t, "pipeline", "run", "--no-store", "--json", "../../testdata/real/omni/demo-simple.yaml",
+		"--param", "topic=typed languages", "--model", "scripted:"+script)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var j struct {
+		Result map[string]any `json:"result"`
+		Stats  struct {
+			ModelCalls   int   `json:"model_calls"`
+			OutputTokens int64 `json:"output_tokens"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Result["final"] != "Use a typed language when correctness matters more than speed of writing." || j.Stats.ModelCalls != 3 || j.Stats.OutputTokens != 36 {
+		t.Errorf("result %v, stats %+v", j.Result, j.Stats)
 	}
 }

@@ -18,8 +18,8 @@
 // read the names they need (query, topic, context, answer, …) and ignore the
 // others, so a pipeline step without an input mapping can pass them the
 // whole memory pool. Tracing is the caller's: the pipeline runner records each
-// call as a tool call; the generator's model calls are recorded by
-// agent.Generate in the run ctx carries.
+// call as a tool call; the generator records its model calls in the run ctx
+// carries.
 package builtin
 
 import (
@@ -54,7 +54,7 @@ type Server interface {
 type Tool struct {
 	Name        string   // the tool's name, e.g. "search"
 	Description string   // what it does, one sentence
-	Reads       []string // the argument names it reads
+	Reads       []string // every argument name it reads (a step without an input mapping is given these)
 	Writes      []string // the keys of its result
 }
 

@@ -60,7 +60,7 @@ func (Evaluator) Tools() []Tool {
 	return []Tool{{
 		Name:        "evaluate",
 		Description: "Score an answer against a reference (exact match, token F1) or the question, with a routing reason.",
-		Reads:       append(append([]string{}, candidateKeys...), "reference", "query", "topic", "threshold", "quality_threshold", "quality_score"),
+		Reads:       append(append([]string{}, candidateKeys...), "reference", "ground_truth", "expected", "gold", "golden_answers", "query", "topic", "question", "threshold", "quality_threshold", "quality_score"),
 		Writes:      []string{"quality_score", "routing_reason", "passed", "threshold", "method", "exact_match", "f1"},
 	}}
 }

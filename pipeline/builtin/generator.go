@@ -60,8 +60,10 @@ var genTasks = []genTask{
 //   - Critique (improve): critique.
 //
 // The answer comes back under analysis, draft, answer, critique, improved
-// or final. The model call is made with agent.Generate, so it is traced as
-// a model.call of the run the context carries, with its usage and cost.
+// or final. The model call is traced as a model.call of the run the
+// context carries, with its usage and cost: under the step's span when the
+// context says which (WithParentSpan, as the pipeline runner does), else
+// through agent.Generate.
 // A Generator is safe for concurrent use if its model is.
 type Generator struct {
 	model agent.Model
@@ -80,7 +82,7 @@ func (g *Generator) Tools() []Tool {
 	out := make([]Tool, len(genTasks))
 	for i, t := range genTasks {
 		out[i] = Tool{Name: t.name, Description: t.desc, Writes: []string{t.writes},
-			Reads: []string{"topic", "query", "question", "context", "results", "prior", "analysis", "draft", "answer", "improved", "final", "text", "critique"}}
+			Reads: []string{"topic", "query", "question", "context", "results", "documents", "prior", "analysis", "draft", "answer", "improved", "final", "text", "critique"}}
 	}
 	return sortedTools(out)
 }

@@ -70,15 +70,18 @@ func NewRetriever(dir string) (*Retriever, error) {
 	return &Retriever{dir: dir, db: db}, nil
 }
 
+// searchReads are the arguments search and hybrid_search read.
+var searchReads = []string{"query", "question", "topic", "top_k", "collection", "documents", "documents_dir", "docs_dir", "corpus_dir"}
+
 // Tools returns the retriever's tools.
 func (r *Retriever) Tools() []Tool {
 	return sortedTools([]Tool{
 		{Name: "index", Description: "Index documents (a list) or the text files of documents_dir into a collection.",
-			Reads: []string{"documents", "documents_dir", "collection"}, Writes: []string{"indexed", "collection", "total"}},
+			Reads: []string{"documents", "documents_dir", "docs_dir", "corpus_dir", "collection"}, Writes: []string{"indexed", "collection", "total"}},
 		{Name: "search", Description: "The top_k passages for query, ranked by BM25.",
-			Reads: []string{"query", "top_k", "collection", "documents", "documents_dir"}, Writes: []string{"results", "count"}},
+			Reads: searchReads, Writes: []string{"results", "count"}},
 		{Name: "hybrid_search", Description: "The top_k passages for query, ranked by BM25 and query-term coverage.",
-			Reads: []string{"query", "top_k", "collection", "documents", "documents_dir"}, Writes: []string{"results", "count"}},
+			Reads: searchReads, Writes: []string{"results", "count"}},
 		{Name: "get_stats", Description: "How many passages each collection holds.", Writes: []string{"collections", "total"}},
 	})
 }

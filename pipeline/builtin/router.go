@@ -36,7 +36,7 @@ func (Router) Tools() []Tool {
 	return []Tool{{
 		Name:        "check_quality",
 		Description: "Route on the quality score against quality_threshold and the loop pass against max_iterations.",
-		Reads:       []string{"quality_score", "quality_threshold", "threshold", "iteration", "max_iterations", "answer", "analysis"},
+		Reads:       append([]string{"quality_score", "quality_threshold", "threshold", "iteration", "max_iterations", "query", "topic", "question"}, candidateKeys...),
 		Writes:      []string{"route", "decision", "routing_reason", "quality_score", "threshold"},
 	}}
 }
