@@ -500,7 +500,7 @@ func (r *runner) server(ctx context.Context, name string) (ToolServer, error) {
 			v, _ := r.pool.Param("documents_dir")
 			dir, _ = v.(string)
 		}
-		b, err = builtin.New(decl.Builtin, builtin.Config{Model: r.o.Model, DocumentsDir: dir})
+		b, err = builtin.New(decl.Builtin, builtin.Config{Model: r.o.Model, DocumentsDir: dir, DefaultBackend: r.p.Runtime.RetrievalBackend})
 		if err != nil {
 			err = fmt.Errorf("server %s (%s): %w", name, r.at(decl.ValuePos), err)
 		} else {

@@ -432,6 +432,7 @@ func TestPipelineErrors(t *testing.T) {
 		name, src string
 		params    map[string]any
 		servers   map[string]pipeline.ToolServer
+		model     agent.Model
 		want      []string // in the error
 		reason    trace.TerminationReason
 	}{
@@ -452,13 +453,32 @@ func TestPipelineErrors(t *testing.T) {
 			want: []string{"step 1 dead.anything (p.yaml:2:12): server dead (p.yaml:1:17, \"/bin/false\")"}, reason: trace.TerminationError},
 		{name: "parameters are not substituted into commands", src: "servers: {x: \"$cmd\"}\nparameters: {cmd: /bin/sh}\npipeline: [x.run]\n",
 			want: []string{`server x (p.yaml:1:14, "$cmd")`}, reason: trace.TerminationError},
+		{name: "input written only on the branch not taken", src: `servers: {generator: builtin, router: builtin}
+parameters: {topic: x, quality_score: 0.9}
+pipeline:
+  - branch:
+      router: router.check_quality
+      branches:
+        high_quality:
+          - generator.analyze:
+              output: [analysis]
+        low_quality:
+          - generator.draft:
+              input: {topic: $topic, analysis: $topic}
+              output: [draft]
+  - generator.finalize:
+      input: {text: $draft, topic: $topic}
+`, want: []string{"step 3 generator.finalize (p.yaml:14:5): input text (p.yaml:15:21) reads draft, which no step has written yet and no parameter defines"}, reason: trace.TerminationError},
+		{name: "model error", src: "servers: {generator: builtin}\nparameters: {topic: x}\npipeline: [generator.analyze]\n",
+			params: map[string]any{"topic": "x"}, model: failingModel{},
+			want: []string{"step 1 generator.analyze (p.yaml:3:12): generator.analyze: model broken: quota exceeded"}, reason: trace.TerminationError},
 		{name: "no route", src: "servers: {generator: builtin}\nparameters: {topic: x, route: sideways}\npipeline:\n  - generator.analyze\n  - branch:\n      router: pick\n      branches:\n        left: [generator.draft]\n        right: [generator.draft]\n",
 			want: []string{"branch pick (", "no route", "route = \"sideways\" selects none; the branches are left, right"}, reason: trace.TerminationError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := write(t, tt.src)
-			o := pipeline.RunOptions{Params: tt.params, Trace: clock()}
+			o := pipeline.RunOptions{Params: tt.params, Trace: clock(), Model: tt.model}
 			if tt.servers != nil {
 				o.Connect = connectTo(t, tt.servers)
 			}
@@ -489,6 +509,14 @@ func TestPipelineErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingModel fails every call.
+type failingModel struct{}
+
+func (failingModel) Name() string { return "broken" }
+func (failingModel) Generate(context.Context, agent.Request) (agent.Response, error) {
+	return agent.Response{}, errors.New("quota exceeded")
 }
 
 func TestPipelineCancel(t *testing.T) {

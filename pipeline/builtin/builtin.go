@@ -67,6 +67,10 @@ type Config struct {
 	// DocumentsDir, if set, is indexed by the retriever when a search finds
 	// its index empty and the call names no documents of its own.
 	DocumentsDir string
+	// DefaultBackend is how the retriever's search ranks: "hybrid" ranks
+	// as hybrid_search does; anything else (omni's "lance", or empty) is
+	// BM25. It is the pipeline's runtime.retrieval.default_backend.
+	DefaultBackend string
 }
 
 // Names returns the names of the built-in servers, sorted.
@@ -77,7 +81,11 @@ func Names() []string { return []string{"evaluator", "generator", "retriever", "
 func New(name string, c Config) (Server, error) {
 	switch name {
 	case "retriever":
-		return NewRetriever(c.DocumentsDir)
+		r, err := NewRetriever(c.DocumentsDir)
+		if err == nil {
+			r.hybrid = c.DefaultBackend == "hybrid"
+		}
+		return r, err
 	case "generator":
 		return NewGenerator(c.Model), nil
 	case "evaluator":

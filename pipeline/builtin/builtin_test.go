@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -200,5 +201,32 @@ func TestPipelineBuiltinNew(t *testing.T) {
 	}
 	if _, err := New("vectors", Config{}); err == nil || !strings.Contains(err.Error(), "retriever") {
 		t.Errorf("New(vectors) err = %v", err)
+	}
+}
+
+func TestPipelineBuiltinRetrieverDefaultBackend(t *testing.T) {
+	ctx := context.Background()
+	args := map[string]any{"query": "Why use static typing?", "documents_dir": "testdata/docs"}
+	var got [2]any
+	for i, backend := range []string{"", "hybrid"} {
+		s, err := New("retriever", Config{DefaultBackend: backend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		out, err := s.Call(ctx, "search", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[i] = out["results"]
+		if backend == "hybrid" {
+			want, _ := s.Call(ctx, "hybrid_search", args)
+			if fmt.Sprint(want["results"]) != fmt.Sprint(out["results"]) {
+				t.Errorf("search with the hybrid backend = %v, want hybrid_search's %v", out["results"], want["results"])
+			}
+		}
+	}
+	if fmt.Sprint(got[0]) == fmt.Sprint(got[1]) {
+		t.Error("the backend changed nothing")
 	}
 }

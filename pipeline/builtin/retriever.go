@@ -47,7 +47,8 @@ var documentExts = map[string]bool{".txt": true, ".md": true, ".markdown": true,
 //
 // A Retriever is safe for concurrent use. Close frees the index.
 type Retriever struct {
-	dir string
+	dir    string
+	hybrid bool // search ranks as hybrid_search (runtime.retrieval.default_backend: hybrid)
 
 	mu sync.Mutex
 	db *sql.DB
@@ -262,8 +263,9 @@ func (r *Retriever) search(ctx context.Context, tool, collection string, args ma
 	for i, t := range qterms {
 		quoted[i] = `"` + t + `"`
 	}
+	hybrid := tool == "hybrid_search" || r.hybrid
 	limit := topK
-	if tool == "hybrid_search" {
+	if hybrid {
 		limit = max(topK*4, 20) // rerank a wider set
 	}
 	rows, err := r.db.QueryContext(ctx, `SELECT id, text, -bm25(passages) FROM passages WHERE passages MATCH ? AND collection = ? ORDER BY bm25(passages), id LIMIT ?`,
@@ -287,7 +289,7 @@ func (r *Retriever) search(ctx context.Context, tool, collection string, args ma
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("retriever.%s: %w", tool, err)
 	}
-	if tool == "hybrid_search" && len(hits) > 0 {
+	if hybrid && len(hits) > 0 {
 		best := hits[0].score
 		for i := range hits {
 			have := map[string]bool{}
