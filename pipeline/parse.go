@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -419,6 +418,3 @@ func (b *builder) resolveInputs() {
 		}
 	}
 }
-
-// String returns the dialect marks, for debugging.
-func (m mark) String() string { return fmt.Sprintf("%s at %s", m.what, m.pos) }

@@ -153,10 +153,10 @@ func TestPipelineParseSyntaxErrors(t *testing.T) {
 		{"two documents", "pipeline: [a.b]\n---\npipeline: [c.d]\n", "f.yaml:3:1: more than one YAML document; expected one pipeline per file"},
 		{"alias", "parameters:\n  a: &x 1\n  b: *x\npipeline: [a.b]\n", "f.yaml:3:6: YAML aliases (*name) are not supported in pipelines; expected the value written out"},
 		{"merge key", "x: &x {a: 1}\ny:\n  <<: *x\n", "f.yaml:3:3: YAML merge keys (<<) are not supported in pipelines; expected the keys written out"},
-		{"deep flow", "pipeline: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", "f.yaml:1:75: YAML nested more than 64 levels deep; expected a shallower pipeline"},
+		{"deep flow", "pipeline: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", "f.yaml:1:74: YAML nested more than 64 levels deep; expected a shallower pipeline"},
 		{"deep block", deepBlock(70), "YAML nested more than 64 levels deep; expected a shallower pipeline"},
 		{"duplicate key", "pipeline: [a.b]\npipeline: [c.d]\n", "f.yaml:2:1: invalid YAML:"},
-		{"too big", "pipeline: [a.b]\n#" + strings.Repeat("x", MaxFileSize) + "\n", "f.yaml: file is 1048594 bytes; expected at most 1048576"},
+		{"too big", "pipeline: [a.b]\n#" + strings.Repeat("x", MaxFileSize) + "\n", "f.yaml: file is 65554 bytes; expected at most 65536"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

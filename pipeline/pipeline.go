@@ -408,8 +408,10 @@ type RouteMap struct {
 
 // Token is a route token as written.
 type Token struct {
+	// Value is the token.
 	Value string
-	Pos   Pos
+	// Pos is its position.
+	Pos Pos
 }
 
 // Runtime is omni's `runtime` block. Empty strings and nil mean "not

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -17,13 +18,13 @@ import (
 // memory. Real pipelines are a few kilobytes, a few levels deep.
 const (
 	// MaxFileSize is the largest pipeline file Parse reads, in bytes.
-	MaxFileSize = 1 << 20
+	MaxFileSize = 64 << 10
 	// MaxYAMLDepth is the deepest YAML nesting (mappings and sequences)
 	// Parse accepts.
 	MaxYAMLDepth = 64
 	// MaxYAMLNodes is the most YAML nodes (keys, values, items) Parse
 	// accepts.
-	MaxYAMLNodes = 100_000
+	MaxYAMLNodes = 20_000
 )
 
 type nodeKind int
@@ -199,43 +200,70 @@ func (n *node) posOr(p Pos) Pos {
 	return n.pos
 }
 
-// tooDeep scans src for flow collections ([ and {) nested deeper than
-// MaxYAMLDepth before the YAML parser, whose recursion follows that depth,
-// sees it. Brackets inside quotes and comments do not count; block nesting
-// is bounded by indentation and MaxFileSize, and checked after parsing.
+// tooDeep scans src for nesting deeper than MaxYAMLDepth before the YAML
+// parser, whose recursion (and, for some shapes, time) follows the input's
+// depth, sees it. Flow collections count their brackets (outside quotes and
+// comments); block collections count indentation levels plus the "- " and
+// "? " indicators that open a nested collection on the same line. It may
+// over-count (a literal block indented ever deeper), never under-count.
 func tooDeep(src []byte) (Pos, bool) {
-	depth, line, col := 0, 1, 0
-	var quote byte
-	comment := false
-	prev := byte('\n')
-	for _, c := range src {
-		col++
-		switch {
-		case c == '\n':
-			// Quoted scalars may span lines: quote stays as it is.
-			line, col, comment = line+1, 0, false
-		case comment:
-		case quote != 0:
-			if c == quote {
-				quote = 0
+	depth, line := 0, 1
+	var indents []int // strictly increasing indentation of open block levels
+	for len(src) > 0 {
+		end := bytes.IndexByte(src, '\n')
+		if end < 0 {
+			end = len(src)
+		}
+		text := src[:end]
+		src = src[min(end+1, len(src)):]
+		// Block levels: indentation, then indicators.
+		indent := 0
+		for indent < len(text) && text[indent] == ' ' {
+			indent++
+		}
+		rest := text[indent:]
+		if depth == 0 && len(rest) > 0 && rest[0] != '#' {
+			for len(indents) > 0 && indents[len(indents)-1] >= indent {
+				indents = indents[:len(indents)-1]
 			}
-		case c == '#' && (prev == ' ' || prev == '\t' || prev == '\n'):
-			comment = true
-		case c == '"' || c == '\'':
-			if prev == ' ' || prev == '\t' || prev == '\n' || prev == '[' || prev == '{' || prev == ',' || prev == ':' {
-				quote = c
+			indents = append(indents, indent)
+			chain := 0
+			for len(rest) >= 2 && (rest[0] == '-' || rest[0] == '?') && (rest[1] == ' ' || rest[1] == '\t') {
+				chain++
+				rest = bytes.TrimLeft(rest[2:], " \t")
 			}
-		case c == '[' || c == '{':
-			depth++
-			if depth > MaxYAMLDepth {
-				return Pos{line, col}, true
-			}
-		case c == ']' || c == '}':
-			if depth > 0 {
-				depth--
+			if len(indents)+chain > MaxYAMLDepth {
+				return Pos{line, indent + 1}, true
 			}
 		}
-		prev = c
+		// Flow levels.
+		var quote byte
+		var prev byte = ' '
+		for i, c := range text {
+			switch {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '#' && (prev == ' ' || prev == '\t'):
+				// A comment: the rest of the line does not count.
+				goto next
+			case (c == '"' || c == '\'') && (prev == ' ' || prev == '\t' || prev == '[' || prev == '{' || prev == ',' || prev == ':'):
+				quote = c
+			case c == '[' || c == '{':
+				depth++
+				if depth+len(indents) > MaxYAMLDepth {
+					return Pos{line, i + 1}, true
+				}
+			case c == ']' || c == '}':
+				if depth > 0 {
+					depth--
+				}
+			}
+			prev = c
+		}
+	next:
+		line++
 	}
 	return Pos{}, false
 }
