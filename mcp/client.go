@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -123,6 +124,7 @@ type Client struct {
 	closeOnce sync.Once
 	closeErr  error
 	stopCtx   func() bool // stops the watch on Connect's context
+	endHTTP   func()      // aborts the HTTP requests still in flight
 }
 
 // Connect starts or reaches the server s, opens an MCP session, lists its
@@ -149,22 +151,26 @@ func Connect(ctx context.Context, s Server) (*Client, error) {
 	if s.HTTPClient != nil {
 		hc = s.HTTPClient
 	}
-	if len(s.Headers) > 0 {
-		c := *hc
-		base := c.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		c.Transport = &headerTransport{base: base, headers: s.Headers}
-		hc = &c
+	life, endLife := context.WithCancel(context.Background())
+	hcc := *hc
+	base := hcc.Transport
+	if base == nil {
+		base = http.DefaultTransport
 	}
-	return connect(ctx, s, &mcpsdk.StreamableClientTransport{
+	hcc.Transport = &httpTransport{base: base, headers: s.Headers, life: life}
+	c, err := connect(ctx, s, &mcpsdk.StreamableClientTransport{
 		Endpoint:   s.URL,
-		HTTPClient: hc,
+		HTTPClient: &hcc,
 		// Loupe acts on nothing a server pushes between calls, and a
 		// standing GET would only hold a connection open.
 		DisableStandaloneSSE: true,
 	}, nil)
+	if err != nil {
+		endLife()
+		return nil, err
+	}
+	c.endHTTP = endLife
+	return c, nil
 }
 
 // ConnectTransport is Connect over a transport of the caller's, for
@@ -436,11 +442,24 @@ func (c *Client) shutdown(why string, grace time.Duration) {
 		if c.stopCtx != nil {
 			c.stopCtx()
 		}
-		c.sess.Close()
+		closed := make(chan struct{})
+		go func() {
+			// Over HTTP this sends a DELETE, which a server busy with a
+			// call that ignores cancellation may never answer.
+			c.sess.Close()
+			close(closed)
+		}()
 		if c.proc != nil {
 			if err := c.proc.stop(grace); err != nil {
 				c.closeErr = &Error{Server: c.name, Err: err}
 			}
+		}
+		select {
+		case <-closed:
+		case <-time.After(grace):
+		}
+		if c.endHTTP != nil {
+			c.endHTTP()
 		}
 		select {
 		case <-c.done:
@@ -449,19 +468,48 @@ func (c *Client) shutdown(why string, grace time.Duration) {
 	})
 }
 
-// headerTransport sets headers on every request.
-type headerTransport struct {
+// httpTransport sets headers on every request and ties each to the
+// Client's life, so that closing the Client ends the requests still in
+// flight (a call's stream, a DELETE the server does not answer).
+type httpTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	life    context.Context
 }
 
-// RoundTrip sets the headers on a copy of req and sends it.
-func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
+// RoundTrip sends a copy of req with the headers, canceled when the
+// Client's life ends or the response body is closed.
+func (t *httpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := t.life.Err(); err != nil {
+		return nil, errors.New("the client is closed")
+	}
+	ctx, cancel := context.WithCancel(req.Context())
+	stop := context.AfterFunc(t.life, cancel)
+	done := sync.OnceFunc(func() { stop(); cancel() })
+	req = req.Clone(ctx)
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	resp.Body = &doneBody{ReadCloser: resp.Body, done: done}
+	return resp, nil
+}
+
+// doneBody calls done when closed.
+type doneBody struct {
+	io.ReadCloser
+	done func()
+}
+
+// Close closes the body and releases its request's context.
+func (b *doneBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
 }
 
 // A serverTool is one of the server's tools as an agent.Tool.

@@ -394,3 +394,37 @@ func TestHTTPHeaders(t *testing.T) {
 		t.Errorf("saw %d requests, want at least 3", n)
 	}
 }
+
+// TestCloseDuringCall checks that Close ends a call in progress, and
+// returns, even when the server ignores the cancellation (over HTTP the
+// Go SDK's server does not answer the session's DELETE until its handlers
+// return).
+func TestCloseDuringCall(t *testing.T) {
+	for _, p := range peers {
+		t.Run(p.name, func(t *testing.T) {
+			c := connect(t, p.server(t))
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.CallTool(context.Background(), "hang", nil)
+				errc <- err
+			}()
+			time.Sleep(200 * time.Millisecond)
+			start := time.Now()
+			if err := c.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if d := time.Since(start); d > 8*time.Second {
+				t.Errorf("Close took %v", d)
+			}
+			select {
+			case err := <-errc:
+				if err == nil || !strings.Contains(err.Error(), `mcp server "gotest", tool "hang": `) {
+					t.Errorf("the call in progress: err = %v", err)
+				}
+				t.Logf("the call in progress: %v", err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call in progress did not end with Close")
+			}
+		})
+	}
+}

@@ -39,9 +39,9 @@ func zombie(pid int) bool {
 func TestNoZombies(t *testing.T) {
 	cases := []struct {
 		name string
-		mode string                                          // the test server's mode
+		mode string                                           // the test server's mode
 		end  func(t *testing.T, c *mcp.Client, cancel func()) // ends the connection
-		now  bool                                            // the process is reaped when end returns
+		now  bool                                             // the process is reaped when end returns
 	}{
 		{"Close", "1", func(t *testing.T, c *mcp.Client, _ func()) {
 			if err := c.Close(); err != nil {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 			// stderr first, as a crashing server would.
 			fmt.Fprintln(os.Stderr, "test server: fatal: the disk is on fire")
 			os.Exit(3)
-		})
+		}, nil)
 		if err := srv.Run(context.Background(), &mcpsdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
@@ -82,7 +83,9 @@ type weather struct {
 // fail (an isError result), hang (answers only when canceled), die (calls
 // die mid-call), big (a text of the size asked), image (text and an image)
 // and weather (structured content).
-func newTestServer(die func()) *mcpsdk.Server {
+// Hang also answers once stop is closed, so that an HTTP test server can
+// shut down (the SDK's server waits for its handlers to return).
+func newTestServer(die func(), stop <-chan struct{}) *mcpsdk.Server {
 	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "loupe-test", Version: "1"}, nil)
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "echo", Description: "Echo a message."},
 		func(_ context.Context, _ *mcpsdk.CallToolRequest, in echoIn) (*mcpsdk.CallToolResult, any, error) {
@@ -94,9 +97,13 @@ func newTestServer(die func()) *mcpsdk.Server {
 		})
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "hang", Description: "Never answers."},
 		func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
-			<-ctx.Done()
-			hangCanceled.Add(1)
-			return nil, nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+				hangCanceled.Add(1)
+				return nil, nil, ctx.Err()
+			case <-stop:
+				return nil, nil, errors.New("the test is over")
+			}
 		})
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "die", Description: "Crashes the server."},
 		func(_ context.Context, _ *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
@@ -145,10 +152,11 @@ func httpServer(t *testing.T) (*httptest.Server, <-chan string) {
 	t.Helper()
 	auth := make(chan string, 100)
 	var ts *httptest.Server
+	stop := make(chan struct{})
 	srv := newTestServer(func() {
 		go ts.Close()
 		ts.CloseClientConnections()
-	})
+	}, stop)
 	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv }, nil)
 	ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -158,6 +166,7 @@ func httpServer(t *testing.T) (*httptest.Server, <-chan string) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
+		close(stop)
 		ts.CloseClientConnections()
 		ts.Close()
 	})
