@@ -94,7 +94,9 @@ type (
 )
 
 func addUltraRAGTools(s *mcpsdk.Server) {
-	tool := func(name string) *mcpsdk.Tool { return &mcpsdk.Tool{Name: name, Description: "UltraRAG stand-in: " + name} }
+	tool := func(name string) *mcpsdk.Tool {
+		return &mcpsdk.Tool{Name: name, Description: "UltraRAG stand-in: " + name}
+	}
 	none := func(context.Context, *mcpsdk.CallToolRequest, noArgs) (*mcpsdk.CallToolResult, struct{}, error) {
 		return nil, struct{}{}, nil
 	}
