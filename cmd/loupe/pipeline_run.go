@@ -85,6 +85,13 @@ Exit status: 0 the run succeeded; 1 the file is invalid or the run failed
 			}
 			if runErr == nil {
 				out, _ := json.Marshal(res.Output)
+				if n := len(out); n > maxPrintedOutput {
+					cut := maxPrintedOutput
+					for cut > 0 && out[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
+						cut--
+					}
+					out = append(out[:cut:cut], fmt.Sprintf("… (%d bytes; --json prints it whole)", n)...)
+				}
 				fmt.Fprintf(w, "\noutput: %s\n", out)
 			}
 			if st != nil {
@@ -100,6 +107,9 @@ Exit status: 0 the run succeeded; 1 the file is invalid or the run failed
 	cmd.Flags().BoolVar(&noStore, "no-store", false, "do not record the run into the trace store")
 	return cmd
 }
+
+// maxPrintedOutput bounds the output printed under the tree.
+const maxPrintedOutput = 2000
 
 // parseParams turns name=value flags into parameters: JSON values as JSON,
 // anything else as text.
