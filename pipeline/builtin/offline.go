@@ -61,7 +61,18 @@ func (offline) Generate(ctx context.Context, req agent.Request) (agent.Response,
 	switch task {
 	case "analyze":
 		if prior := s["Prior analysis"]; prior != "" {
-			out = prior + " Refined: each aspect needs a concrete example, and the trade-offs of " + aspectList(topic) + " should be weighed against each other."
+			// Each refinement adds what the last one left open.
+			refinements := []string{
+				"each aspect needs a concrete example.",
+				"the trade-offs of " + aspectList(topic) + " should be weighed against each other.",
+				"each claim should cite a source.",
+			}
+			n := strings.Count(prior, " Refined: ")
+			if n >= len(refinements) {
+				out = prior + " No gap left to refine."
+				break
+			}
+			out = prior + " Refined: " + refinements[n]
 			break
 		}
 		out = fmt.Sprintf("Analysis of %q: an answer must cover %s.", topic, aspectList(topic))
