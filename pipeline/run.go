@@ -93,8 +93,9 @@ func DispatchFor(p *Pipeline, d trace.DispatchOptions) trace.DispatchOptions {
 	return d
 }
 
-// Run runs the pipeline p, which must be valid (see Pipeline.Validate),
-// as one traced run: the pipeline is the root run (named after its file),
+// Run validates p (Pipeline.Validate; an invalid pipeline is not run and
+// its ErrorList is returned with a nil RunResult) and runs it as one
+// traced run: the pipeline is the root run (named after its file),
 // each tool step a tool span (server.tool) with the memory writes it made
 // under it (memory.set, scope global, or memory with Iteration the step's
 // number), each pass of a top-level loop an iteration, each branch a node
@@ -114,8 +115,8 @@ func DispatchFor(p *Pipeline, d trace.DispatchOptions) trace.DispatchOptions {
 //
 // A failing step ends with its error (tool.error), and the run with an
 // error termination naming the step, its position and the cause; a
-// cancelled ctx ends it with context_canceled. Run returns the RunResult
-// in every case, and the run's error. Only the servers p declares are
+// cancelled ctx ends it with context_canceled. Once the run started, Run
+// returns its RunResult whatever happened, with the run's error. Only the servers p declares are
 // started, and only when a step first uses them; all are closed before
 // Run returns.
 func Run(ctx context.Context, p *Pipeline, o RunOptions) (*RunResult, error) {
