@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		newKeysCmd(),
 		newPricesCmd(),
 		newPipelineCmd(),
+		newReplayCmd(),
 	)
 	return root
 }
