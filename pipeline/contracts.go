@@ -14,7 +14,8 @@ import (
 // every tool of that built-in server (the generator and the evaluator take
 // the tool name as their task), and `routes` lists the route tokens a router
 // tool returns. The keys are also the catalogue of built-in tools: a step on
-// a built-in server whose tool no key covers is an unknown step.
+// a built-in server whose tool no key covers is an unknown step. It is
+// read once, on first use; do not modify it.
 //
 //go:embed contracts.v1.json
 var ContractsV1 []byte

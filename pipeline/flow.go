@@ -12,7 +12,10 @@ import (
 // (its `output` mapping renames only some results; the rest are declared in
 // its server's Python code). A read is an error only when it is certain:
 // no step that can run before it — none that may write anything, either —
-// writes the variable, and it is not a parameter. UltraRAG files are not
+// writes the variable, and it is not a parameter; inside a loop, also when
+// the read is in no branch and nothing before it on the loops' first passes
+// writes the variable (it is then read unset once, whatever the routes).
+// UltraRAG files are not
 // checked at all: their inputs may also come from each server's
 // parameter.yaml, which Loupe does not read.
 
@@ -54,7 +57,7 @@ type read struct {
 	step    *ToolStep // readInput, readContract
 	arg     string    // readInput: the tool argument
 	loop    *LoopStep // innermost enclosing loop, nil outside loops
-	certain bool      // reached on the first pass of loop whenever the loop runs
+	certain bool      // outside every branch: first reached on the first pass of each enclosing loop
 	first   bool      // available on the loop's first pass
 	ever    bool      // available on some pass
 }
@@ -140,7 +143,9 @@ func (f *flow) step(s Step, in vars, loop *LoopStep, certain bool) vars {
 			// A later pass sees what any earlier pass may have written.
 			body.merge(writesOf(s.Steps))
 		}
-		out := f.steps(s.Steps, body, s, true)
+		// certain carries through: a read outside every branch is first
+		// reached on the first pass of each loop around it.
+		out := f.steps(s.Steps, body, s, certain)
 		out.merge(in)
 		return out
 	case *BranchStep:

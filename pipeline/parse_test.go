@@ -156,7 +156,7 @@ func TestPipelineParseSyntaxErrors(t *testing.T) {
 		{"deep flow", "pipeline: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", "f.yaml:1:74: YAML nested more than 64 levels deep; expected a shallower pipeline"},
 		{"deep block", deepBlock(70), "YAML nested more than 64 levels deep; expected a shallower pipeline"},
 		{"duplicate key", "pipeline: [a.b]\npipeline: [c.d]\n", "f.yaml:2:1: invalid YAML:"},
-		{"too big", "pipeline: [a.b]\n#" + strings.Repeat("x", MaxFileSize) + "\n", "f.yaml: file is 65554 bytes; expected at most 65536"},
+		{"too big", "pipeline: [a.b]\n#" + strings.Repeat("x", MaxFileSize) + "\n", "f.yaml: file is over 64 KiB; expected a pipeline of at most 65536 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,5 +201,98 @@ func TestPipelineSplitWords(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) || ok != tc.ok {
 			t.Errorf("splitWords(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// BenchmarkPipelineParseValidate parses and validates omni's largest real
+// pipeline (ultrarag_complex.yaml, 1.6 KB).
+func BenchmarkPipelineParseValidate(b *testing.B) {
+	src, err := os.ReadFile(testrepo.Real(b, "omni/ultrarag_complex.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := Parse("f.yaml", src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if errs := p.Validate(); len(errs) > 0 {
+			b.Fatal(errs)
+		}
+	}
+}
+
+// TestPipelineParseYAMLForms reads parameters written in YAML's other
+// forms: anchors without aliases, tags, block scalars, numbers of each
+// kind, null, complex and numeric keys.
+func TestPipelineParseYAMLForms(t *testing.T) {
+	src := `parameters:
+  anchored: &a 1
+  tagged: !!str 5
+  literal: |
+    line one
+    line two
+  folded: >
+    a
+    b
+  float: 0.5
+  inf: .inf
+  nan: .nan
+  big: 18446744073709551615
+  yes: true
+  none: null
+  empty:
+  list: [1, "two", {three: 3}]
+  ? complex
+  : value
+  1: numeric key
+pipeline: [s.t]
+servers: {s: servers/s}
+`
+	p, err := Parse("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) any {
+		q := p.Parameter(name)
+		if q == nil {
+			t.Fatalf("no parameter %s", name)
+		}
+		return q.Value
+	}
+	checks := map[string]any{
+		"anchored": int64(1), "tagged": "5", "literal": "line one\nline two\n", "folded": "a b\n",
+		"float": 0.5, "big": float64(18446744073709551615), "yes": true, "none": nil, "empty": nil,
+		"complex": "value", "1": "numeric key",
+	}
+	for name, want := range checks {
+		if got := get(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %#v, want %#v", name, got, want)
+		}
+	}
+	if v, ok := get("inf").(float64); !ok || v < 1e308 {
+		t.Errorf("inf = %v", get("inf"))
+	}
+	if v, ok := get("nan").(float64); !ok || v == v {
+		t.Errorf("nan = %v", get("nan"))
+	}
+	if got, want := get("list"), []any{int64(1), "two", map[string]any{"three": int64(3)}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("list = %#v, want %#v", got, want)
+	}
+	if q := p.Parameter("empty"); q.ValuePos != q.Pos {
+		t.Errorf("an empty value is at %s, want its key's position %s", q.ValuePos, q.Pos)
+	}
+	// Numeric and complex keys are not names: the schema layer says so.
+	var msgs []string
+	for _, e := range p.Validate() {
+		msgs = append(msgs, e.Error())
+	}
+	want := []string{
+		"f.yaml:20:3: key `1` in `parameters` is not a valid name; expected a name of letters, digits and `_` that does not start with a digit",
+	}
+	if !reflect.DeepEqual(msgs, want) {
+		t.Errorf("Validate = %q, want %q", msgs, want)
 	}
 }

@@ -130,6 +130,14 @@ func (c *checker) tool(s *ToolStep) {
 		}
 		return
 	}
+	if c.p.Dialect == Omni {
+		// Parameters are read-only (the memory pool's `$name` convention).
+		for _, o := range s.Output {
+			if _, ok := c.params[o.Var]; ok {
+				c.add(o.Pos, "step `%s` writes `%s`, which is a parameter and read-only; expected another variable name", s.Name(), o.Var)
+			}
+		}
+	}
 	if srv.Kind == ServerBuiltin && slices.Contains(BuiltinServers(), srv.Builtin) && BuiltinContract(srv.Builtin, s.Tool) == nil {
 		c.add(s.Pos, "unknown step `%s`: built-in server `%s` has no tool `%s`; expected one of %s", s.Name(), srv.Builtin, s.Tool, quoteList(builtinTools(srv.Builtin)))
 	}
@@ -187,9 +195,10 @@ func (c *checker) branch(s *BranchStep, depth, passes int) {
 				unrouted = append(unrouted, r)
 			}
 		}
+		others := c.otherRouteSets(s, routes)
 		if len(unrouted) > 0 {
-			c.add(s.RouterPos.or(s.Pos), "router `%s` returns %s, which no branch takes; expected a branch named after each route, or a `value_map` entry listing it",
-				router, quoteOr(unrouted))
+			c.add(s.RouterPos.or(s.Pos), "router `%s` returns %s, which no branch takes; expected a branch named after each route%s, or a `value_map` entry listing it",
+				router, quoteOr(unrouted), others)
 		}
 		for _, b := range s.Branches {
 			taken := false
@@ -199,8 +208,8 @@ func (c *checker) branch(s *BranchStep, depth, passes int) {
 				}
 			}
 			if !taken {
-				c.add(b.Pos, "branch `%s` is never taken: router `%s` returns only %s; expected a branch named after a route, or a `value_map` entry for `%s` listing one",
-					b.Name, router, quoteOr(routes), b.Name)
+				c.add(b.Pos, "branch `%s` is never taken: router `%s` returns %s; expected a branch named after a route%s, or a `value_map` entry for `%s` listing one",
+					b.Name, router, quoteOr(routes), others, b.Name)
 			}
 		}
 	}
@@ -248,6 +257,34 @@ func routeSet(ct *Contract, s *BranchStep) []string {
 		}
 	}
 	return ct.Routes
+}
+
+// otherRouteSets names, for messages, the route vocabularies of s's router
+// other than routes (see Contract.RouteSets): "" when there are none.
+func (c *checker) otherRouteSets(s *BranchStep, routes []string) string {
+	var ct *Contract
+	if n := len(s.RouterSteps); n > 0 {
+		if t, ok := s.RouterSteps[n-1].(*ToolStep); ok {
+			if srv := c.p.Server(t.Server); srv != nil && srv.Kind == ServerBuiltin {
+				ct = BuiltinContract(srv.Builtin, t.Tool)
+			}
+		}
+	} else {
+		ct = BuiltinRouter(s.Router)
+	}
+	if ct == nil {
+		return ""
+	}
+	var sets []string
+	for _, set := range append([][]string{ct.Routes}, ct.RouteSets...) {
+		if !slices.Equal(set, routes) {
+			sets = append(sets, strings.Replace(quoteOr(set), " or ", " and ", 1))
+		}
+	}
+	if len(sets) == 0 {
+		return ""
+	}
+	return " (or branches named after its other routes: " + strings.Join(sets, "; or ") + ")"
 }
 
 func (p Pos) or(q Pos) Pos {

@@ -335,7 +335,90 @@ pipeline:
         continue: [generator.reflect]
 `,
 			want: []string{
-				"p.yaml:7:15: router `router.check_quality` returns `complete`, which no branch takes; expected a branch named after each route, or a `value_map` entry listing it",
+				"p.yaml:7:15: router `router.check_quality` returns `complete`, which no branch takes; expected a branch named after each route (or branches named after its other routes: `high_quality` and `low_quality`), or a `value_map` entry listing it",
+			},
+		},
+		{
+			name: "branches after no route",
+			src: `servers:
+  generator: builtin
+parameters:
+  topic: $topic
+pipeline:
+  - generator.analyze
+  - branch:
+      router: check_quality
+      branches:
+        good: [generator.finalize]
+        complete: [generator.finalize]
+`,
+			want: []string{
+				"p.yaml:8:15: router `check_quality` returns `continue`, which no branch takes; expected a branch named after each route (or branches named after its other routes: `high_quality` and `low_quality`), or a `value_map` entry listing it",
+				"p.yaml:10:9: branch `good` is never taken: router `check_quality` returns `complete` or `continue`; expected a branch named after a route (or branches named after its other routes: `high_quality` and `low_quality`), or a `value_map` entry for `good` listing one",
+			},
+		},
+		{
+			name: "output writes a parameter",
+			src: `servers:
+  generator: builtin
+parameters:
+  topic: $topic
+pipeline:
+  - generator.analyze:
+      input: {topic: $topic}
+      output: [analysis, topic]
+`,
+			want: []string{
+				"p.yaml:8:26: step `generator.analyze` writes `topic`, which is a parameter and read-only; expected another variable name",
+			},
+		},
+		{
+			name: "loop carried through a branch of an outer loop",
+			src: `servers:
+  generator: builtin
+pipeline:
+  - loop:
+      max_iterations: 3
+      steps:
+        - generator.decide:
+            output: [route]
+        - branch:
+            router: pick
+            branches:
+              read:
+                - loop:
+                    max_iterations: 2
+                    steps:
+                      - generator.use:
+                          input: {x: $x}
+                          output: [y]
+              write:
+                - generator.make:
+                    input: {y: $y}
+                    output: [x]
+`,
+			want: nil,
+		},
+		{
+			name: "nested loops, first pass",
+			src: `servers:
+  generator: builtin
+pipeline:
+  - loop:
+      max_iterations: 3
+      steps:
+        - loop:
+            max_iterations: 2
+            steps:
+              - generator.use:
+                  input: {x: $x}
+                  output: [y]
+        - generator.make:
+            input: {y: $y}
+            output: [x]
+`,
+			want: []string{
+				"p.yaml:11:30: input `x` of step `generator.use` reads `$x` on the first pass of the loop at 7:11 before any step writes it (it is written at 15:22, later in the loop); expected `x` under `parameters` or in the `output` of an earlier step",
 			},
 		},
 		{

@@ -145,7 +145,8 @@ func (n *node) describe() string {
 // readYAML parses src into a node tree. Errors are syntax errors.
 func readYAML(e *errs, src []byte) *node {
 	if len(src) > MaxFileSize {
-		e.add(LayerSyntax, Pos{}, fmt.Sprintf("file is %d bytes; expected at most %d", len(src), MaxFileSize))
+		// ParseFile reads no more than MaxFileSize+1 bytes: say "over".
+		e.add(LayerSyntax, Pos{}, fmt.Sprintf("file is over %d KiB; expected a pipeline of at most %d bytes", MaxFileSize>>10, MaxFileSize))
 		return nil
 	}
 	if pos, ok := tooDeep(src); ok {
@@ -303,7 +304,14 @@ func (c *converter) convert(n ast.Node, depth int, parent Pos) *node {
 	case *ast.AnchorNode:
 		return c.convert(n.Value, depth, pos)
 	case *ast.TagNode:
-		return c.convert(n.Value, depth, pos)
+		v := c.convert(n.Value, depth, pos)
+		if v != nil && v.kind == scalarNode && n.Start != nil && n.Start.Value == "!!str" && v.value != nil {
+			// An explicit string: keep the scalar's text, not its parsed value.
+			if t := n.Value.GetToken(); t != nil {
+				v.value = t.Value
+			}
+		}
+		return v
 	case *ast.AliasNode:
 		return c.fail(pos, "YAML aliases (*name) are not supported in pipelines; expected the value written out")
 	case *ast.MappingValueNode:
