@@ -578,3 +578,34 @@ func TestPipelineUltraRAGServersMissing(t *testing.T) {
 		}
 	}
 }
+
+func TestPipelineCallerTracer(t *testing.T) {
+	var mu sync.Mutex
+	var got []trace.Record
+	sink := trace.SinkFunc(func(_ context.Context, recs []trace.Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, recs...)
+		return nil
+	})
+	tr := trace.New(trace.Options{Sinks: []trace.Sink{sink}})
+	p := load(t, "../testdata/real/omni/demo-simple.yaml")
+	res, err := pipeline.Run(context.Background(), p, pipeline.RunOptions{Tracer: tr, Params: offlineParams(), Tags: []string{"env:test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Run leaves the caller's tracer running: it can still record and flush.
+	_, again := tr.Start(context.Background(), "after", trace.RunOptions{})
+	again.End(nil, nil)
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != len(res.Records)+2 {
+		t.Errorf("the sink got %d records, want the run's %d and the later run's 2", len(got), len(res.Records))
+	}
+	if tags := strings.Join(res.Records[0].Tags, " "); tags != "pipeline dialect:omni env:test" {
+		t.Errorf("tags %q", tags)
+	}
+}
