@@ -42,6 +42,16 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${LOUPE_CHROMIUM:-}" ]; then
   fi
 fi
 
+# Graphviz renders the pipeline graphs' DOT golden files (package pipeline).
+step "graphviz"
+if ! command -v dot >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+  else
+    echo "graphviz is missing and this is not root: the DOT rendering test will skip (fail under CI=true); install it with: sudo apt-get install -y graphviz"
+  fi
+fi
+
 step "gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then

@@ -24,6 +24,7 @@ loop.times, branch.router as a list).`,
 	cmd.AddCommand(
 		newPipelineValidateCmd(),
 		newPipelineGraphCmd(),
+		newPipelineRunCmd(),
 	)
 	return cmd
 }
