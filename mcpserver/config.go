@@ -80,11 +80,19 @@ const DefaultMaxIterations = 25
 // command run over stdio, or the URL of a streamable HTTP endpoint.
 type MCPServerConfig struct {
 	Name    string            `yaml:"name"`
-	Command string            `yaml:"command"`
+	Command string            `yaml:"command"` // run as given, never through a shell
 	Args    []string          `yaml:"args"`
-	Env     map[string]string `yaml:"env"`
+	Env     map[string]string `yaml:"env"` // added to Loupe's environment
+	Dir     string            `yaml:"dir"` // the command's working directory, relative to the config file
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// CallTimeout bounds each tool call (a Go duration such as 30s).
+	CallTimeout string `yaml:"call_timeout"`
+	// Prefix names the server's tools "<name>__<tool>", for servers
+	// whose tool names collide.
+	Prefix bool `yaml:"prefix"`
+
+	callTimeout time.Duration
 }
 
 // builtinTools are the tools an agent config may name in "tools".
@@ -193,6 +201,16 @@ func (c *Config) check(at func(string) string) error {
 			return fmt.Errorf("%s: MCP server %q has args or env but no command", where, s.Name)
 		case s.URL == "" && len(s.Headers) > 0:
 			return fmt.Errorf("%s: MCP server %q has headers but no url", where, s.Name)
+		}
+		if s.CallTimeout != "" {
+			d, err := time.ParseDuration(s.CallTimeout)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("%s: call_timeout %q: want a positive Go duration such as 30s", at(fmt.Sprintf("$.agent.mcp_servers[%d].call_timeout", i)), s.CallTimeout)
+			}
+			a.MCPServers[i].callTimeout = d
+		}
+		if s.Dir != "" {
+			a.MCPServers[i].Dir = c.Resolve(s.Dir)
 		}
 		if prev, dup := servers[s.Name]; dup {
 			return fmt.Errorf("%s: two MCP servers are named %q (the other at %s)", where, s.Name, prev)

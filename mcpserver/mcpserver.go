@@ -125,8 +125,10 @@ type Server struct {
 }
 
 // New returns a Server for o. With an agent config that names MCP
-// servers, it connects to them now (bounded by ctx), so that a server
-// that cannot be reached fails here, not on the first run.
+// servers, it connects to them now, so that a server that cannot be
+// reached fails here, not on the first run; the connections last until
+// ctx is done or Close is called, so pass a context that lives as long as
+// the Server.
 func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Store == nil {
 		return nil, errors.New("mcpserver: Options.Store is nil; open a store (store.Open) and pass it")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -626,5 +627,53 @@ func TestNewFailsEarly(t *testing.T) {
 	}
 	if _, err := New(context.Background(), Options{}); err == nil {
 		t.Error("New without a store succeeded")
+	}
+}
+
+// TestConfigAgentWithMCPServer: the configured agent's tools come from an
+// MCP server (a Go SDK server over streamable HTTP); the call is a traced
+// step of the run.
+func TestConfigAgentWithMCPServer(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "upper", Version: "1"}, nil)
+	type shoutIn struct {
+		Text string `json:"text"`
+	}
+	type shoutOut struct {
+		Loud string `json:"loud"`
+	}
+	mcp.AddTool(up, &mcp.Tool{Name: "shout", Description: "Upper-case text."}, func(_ context.Context, _ *mcp.CallToolRequest, in shoutIn) (*mcp.CallToolResult, shoutOut, error) {
+		return nil, shoutOut{Loud: strings.ToUpper(in.Text)}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	defer hs.Close()
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "turns.yaml"), []byte(`turns:
+  - tool_calls: [{name: shout, input: {text: hello}}]
+  - answer: HELLO
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig([]byte("agent:\n  model: scripted:turns.yaml\n  mcp_servers:\n    - {name: upper, url: \""+hs.URL+"\", call_timeout: 10s}\n"), filepath.Join(dir, "c.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, Options{Config: cfg})
+	cs := connectMemory(t, s)
+	var out RunAgentOutput
+	ok(t, cs, "run_agent_with_trace", map[string]any{"query": "shout hello"}, &out)
+	if !out.Success || out.Result != "HELLO" || out.TraceSummary.ToolCalls != 1 {
+		t.Fatalf("run: %+v", out)
+	}
+	var got GetTraceOutput
+	ok(t, cs, "get_execution_trace", map[string]any{"trace_id": out.TraceSummary.TraceID}, &got)
+	var called bool
+	for _, st := range got.Steps {
+		if st.Type == "tool.start" && st.Name == "shout" && st.Status == "completed" && strings.Contains(fmt.Sprint(st.Output), "HELLO") {
+			called = true
+		}
+	}
+	if !called {
+		t.Errorf("no completed shout step with HELLO: %+v", got.Steps)
 	}
 }
