@@ -677,3 +677,54 @@ func TestConfigAgentWithMCPServer(t *testing.T) {
 		t.Errorf("no completed shout step with HELLO: %+v", got.Steps)
 	}
 }
+
+// TestRunResultBounded: run_agent_with_trace's result fits MaxResultBytes,
+// dropping thinking and then steps, and says how many steps it left out.
+func TestRunResultBounded(t *testing.T) {
+	cs := connectMemory(t, newServer(t, Options{MaxResultBytes: 4096}))
+	res := call(t, cs, "run_agent_with_trace", map[string]any{"query": "q"})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out RunAgentOutput
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 4096 || out.StepsOmitted == 0 || len(out.Steps)+out.StepsOmitted != *out.TraceSummary.StepCount || out.Thinking != nil || !out.Success {
+		t.Errorf("%d bytes, %d steps + %d omitted of %d, thinking %v", len(b), len(out.Steps), out.StepsOmitted, *out.TraceSummary.StepCount, out.Thinking)
+	}
+}
+
+// TestPanicIsToolError: a handler that panics answers with a tool error
+// and the session goes on.
+func TestPanicIsToolError(t *testing.T) {
+	s := newServer(t, Options{})
+	mcp.AddTool(s.MCP(), &mcp.Tool{Name: "boom"}, safe(func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+		panic("kaboom")
+	}))
+	cs := connectMemory(t, s)
+	fails(t, cs, "boom", map[string]any{}, "internal error", "kaboom")
+	var list ListTracesOutput
+	ok(t, cs, "list_traces", map[string]any{}, &list)
+}
+
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{
+		"agent:\n  model: scripted:x.yaml\n  tools: [calculator]\n  limits: {timeout: 1m}\n",
+		"pipeline: p.yaml\nparams: {a: b}\n",
+		"agent:\n  model: openai:x\n  mcp_servers:\n    - {name: a, command: x, call_timeout: 5s}\n",
+		"agent: [\n", "- !!str\n", "{agent: {model: 1}}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data, "f.yaml")
+		if err == nil && (c.Agent == nil) == (c.Pipeline == "") {
+			t.Errorf("accepted a config with neither or both of agent and pipeline: %q", data)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "f.yaml") {
+			t.Errorf("error without the file name: %v", err)
+		}
+	})
+}

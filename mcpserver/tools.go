@@ -175,7 +175,7 @@ func (s *Server) addTools() {
 			p["enable_thinking"].Default = json.RawMessage("true")
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Run agent with trace", OpenWorldHint: ptr(true)},
-	}, s.runAgentTool)
+	}, safe(s.runAgentTool))
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "get_execution_trace",
@@ -192,7 +192,7 @@ func (s *Server) addTools() {
 			p["step_limit"].Default = json.RawMessage(fmt.Sprint(defaultStepLimit))
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Get execution trace", ReadOnlyHint: true},
-	}, s.getTraceTool)
+	}, safe(s.getTraceTool))
 
 	limit := func(p map[string]*jsonschema.Schema) {
 		p["limit"].Minimum = ptr(1.0)
@@ -207,7 +207,7 @@ func (s *Server) addTools() {
 			p["offset"].Minimum = ptr(0.0)
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "List traces", ReadOnlyHint: true},
-	}, s.listTracesTool)
+	}, safe(s.listTracesTool))
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "search_traces",
@@ -220,7 +220,7 @@ func (s *Server) addTools() {
 			p["max_duration_ms"].Minimum = ptr(0.0)
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Search traces", ReadOnlyHint: true},
-	}, s.searchTracesTool)
+	}, safe(s.searchTracesTool))
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "delete_trace",
@@ -229,7 +229,7 @@ func (s *Server) addTools() {
 			p["trace_id"].Pattern = "^[0-9a-fA-F]{32}$"
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Delete trace", DestructiveHint: ptr(true), IdempotentHint: true},
-	}, s.deleteTraceTool)
+	}, safe(s.deleteTraceTool))
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "run_eval",
@@ -244,7 +244,22 @@ func (s *Server) addTools() {
 			p["store_results"].Default = json.RawMessage("true")
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Run eval", OpenWorldHint: ptr(true)},
-	}, s.runEvalTool)
+	}, safe(s.runEvalTool))
+}
+
+// safe turns a panic in h into a tool error, so that a bug in one call
+// neither crashes the server (which would end every session over stdio)
+// nor leaves the client without an answer.
+func safe[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				var zero Out
+				res, out, err = nil, zero, fmt.Errorf("internal error in Loupe's MCP server: %v (this is a bug; please report it with the call's arguments)", p)
+			}
+		}()
+		return h(ctx, req, in)
+	}
 }
 
 // toolError is a failed call's message: what was wrong and what to do.
