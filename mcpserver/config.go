@@ -27,9 +27,9 @@ import (
 //	  files: .                      # the folder search_files looks in (default: this file's folder)
 //	  tags: [env:dev]
 //	  limits: {max_iterations: 10, max_tool_calls: 20, max_tokens: 0, max_cost_usd: 1, timeout: 2m}
-//	  mcp_servers:                  # tools from MCP servers (stdio command or streamable HTTP URL)
-//	    - {name: fs, command: npx, args: [-y, "@modelcontextprotocol/server-filesystem", "."]}
-//	    - {name: search, url: "http://127.0.0.1:9000/mcp", headers: {Authorization: "Bearer …"}}
+//	  mcp_servers:                  # tools from MCP servers (stdio command or streamable HTTP URL), via package mcp
+//	    - {name: fs, command: npx, args: [-y, "@modelcontextprotocol/server-filesystem", "."], env: {K: V}, dir: .}
+//	    - {name: search, url: "http://127.0.0.1:9000/mcp", headers: {Authorization: "Bearer …"}, call_timeout: 30s, prefix: true}
 //
 // or
 //
