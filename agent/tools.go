@@ -85,14 +85,18 @@ func (b *Toolbox) Call(ctx context.Context, call ToolCall) (json.RawMessage, err
 	return t.Call(ctx, call.Input)
 }
 
-// DiscoverTools records a tool.discovered record, with the input schema,
-// for each tool of chain. Loops call it once when a run starts.
+// DiscoverTools records a tool.discovered record for each tool of chain:
+// the input schema as Input and the description as Output (a JSON
+// string, "" for none, so that a replay can tell an empty description
+// from one recorded before descriptions were). Together with the
+// model.call records they hold the whole of each request a model saw.
+// Loops call it once when a run starts.
 func DiscoverTools(ec *trace.ExecutionContext, chain ToolChain) {
 	if ec == nil || chain == nil {
 		return
 	}
 	for _, d := range chain.Definitions() {
-		ec.ToolDiscovered(d.Name, jsonValue(d.Schema))
+		ec.Record(trace.Record{Type: trace.TypeToolDiscovered, Name: d.Name, Input: jsonValue(d.Schema), Output: trace.Text(d.Description)})
 	}
 }
 

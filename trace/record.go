@@ -22,7 +22,7 @@ const (
 	TypeIterationEnd   Type = "iteration.end"   // it ended: Status (loop action), Duration
 	TypeModelCall      Type = "model.call"      // one model call: Name (model), Usage, Input, Output, Thinking, Status (finish reason), Error, Duration
 	TypeModelDelta     Type = "model.delta"     // a streamed chunk: Name (model), Status ("text" or "thinking"), Output
-	TypeToolDiscovered Type = "tool.discovered" // a tool became available: Name, Input (its JSON Schema)
+	TypeToolDiscovered Type = "tool.discovered" // a tool became available: Name, Input (its JSON Schema), Output (its description, a JSON string; absent in traces recorded before Loupe kept it)
 	TypeToolStart      Type = "tool.start"      // a tool call began: Name, Input
 	TypeToolEnd        Type = "tool.end"        // it returned: Name, Output, Duration
 	TypeToolError      Type = "tool.error"      // it failed: Name, Error, Duration

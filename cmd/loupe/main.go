@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		newKeysCmd(),
 		newPricesCmd(),
 		newMCPCmd(),
+		newReplayCmd(),
 	)
 	return root
 }

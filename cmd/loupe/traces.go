@@ -93,7 +93,7 @@ func newTracesCmd() *cobra.Command {
 		Short: "List, show, search, import, export and delete stored traces",
 	}
 	cmd.AddCommand(newTracesLsCmd(), newTracesShowCmd(), newTracesSearchCmd(), newTracesRmCmd(),
-		newTracesPruneCmd(), newTracesExportCmd(), newTracesImportCmd())
+		newTracesPruneCmd(), newTracesExportCmd(), newTracesImportCmd(), newTracesDiffCmd())
 	cmd.PersistentFlags().Duration("stale-after", store.DefaultStaleAfter,
 		"show a trace whose run has not ended as incomplete once it has been silent this long (negative: never)")
 	return cmd
