@@ -61,7 +61,9 @@ type Server struct {
 	// told to cancel it, and the connection stays usable.
 	CallTimeout time.Duration
 	// Prefix makes tool names "<Name>__<tool>", for agents that use
-	// several servers whose tool names could collide.
+	// several servers whose tool names could collide. Characters of Name
+	// that model APIs refuse in tool names (anything but ASCII letters,
+	// digits, _ and -) become _.
 	Prefix bool
 	// MaxResultBytes bounds what is kept of one call's result (see
 	// DefaultMaxResultBytes): longer text is cut with a marker saying so,
@@ -222,7 +224,15 @@ func connect(ctx context.Context, s Server, t mcpsdk.Transport, p *proc) (*Clien
 	}
 	c.sess = sess
 	if err := c.listTools(ctx, s.Prefix); err != nil {
-		sess.Close()
+		closed := make(chan struct{})
+		go func() { // over HTTP a DELETE a broken server may never answer
+			sess.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(2 * time.Second):
+		}
 		return fail("listing tools", err)
 	}
 	go c.watch()
@@ -253,7 +263,7 @@ func (c *Client) listTools(ctx context.Context, prefix bool) error {
 		}
 		name := tl.Name
 		if prefix {
-			name = c.name + "__" + tl.Name
+			name = toolPrefix(c.name) + tl.Name
 		}
 		if _, dup := c.byName[name]; dup {
 			return fmt.Errorf("the server lists two tools named %q", name)
@@ -264,6 +274,17 @@ func (c *Client) listTools(ctx context.Context, prefix bool) error {
 		c.defs = append(c.defs, st.def)
 	}
 	return nil
+}
+
+// toolPrefix returns the prefix Server.Prefix puts before tool names.
+func toolPrefix(server string) string {
+	b := []byte(server)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b) + "__"
 }
 
 // watch waits for the session to end and records why.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/mcp"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // agentCall is a tool call as a model makes it.
@@ -112,6 +113,13 @@ func TestPrefix(t *testing.T) {
 	if _, err := c.Call(context.Background(), agentCall("echo", `{}`)); err == nil || !strings.Contains(err.Error(), "gotest__echo") {
 		t.Errorf("Call(echo) with a prefix: err = %v, want the list of tools", err)
 	}
+
+	// A name model APIs would refuse in a tool name is made safe.
+	s.Name = "my server.v2"
+	c = connect(t, s)
+	if d := c.Definitions()[0]; !strings.HasPrefix(d.Name, "my_server_v2__") {
+		t.Errorf("tool %q: want the prefix my_server_v2__", d.Name)
+	}
 }
 
 func TestCall(t *testing.T) {
@@ -185,12 +193,14 @@ func TestTimeout(t *testing.T) {
 	for _, p := range peers {
 		t.Run(p.name, func(t *testing.T) {
 			s := p.server(t)
-			s.CallTimeout = 300 * time.Millisecond
+			// Long enough for the other calls on a loaded machine: the
+			// timeout bounds every call of the client.
+			s.CallTimeout = time.Second
 			c := connect(t, s)
 			before := hangCanceled.Load()
 			_, err := c.CallTool(context.Background(), "hang", nil)
 			if err == nil || !errors.Is(err, context.DeadlineExceeded) ||
-				!strings.Contains(err.Error(), `mcp server "gotest", tool "hang": no answer within 300ms (Server.CallTimeout)`) {
+				!strings.Contains(err.Error(), `mcp server "gotest", tool "hang": no answer within 1s (Server.CallTimeout)`) {
 				t.Fatalf("err = %v, want a timeout naming the server and the tool", err)
 			}
 			// The connection is still good.
@@ -426,5 +436,26 @@ func TestCloseDuringCall(t *testing.T) {
 				t.Fatal("the call in progress did not end with Close")
 			}
 		})
+	}
+}
+
+// TestConnectTransport connects to a server in the same process.
+func TestConnectTransport(t *testing.T) {
+	ctx := context.Background()
+	st, ct := mcpsdk.NewInMemoryTransports()
+	if _, err := newTestServer(nil, nil).Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := mcp.ConnectTransport(ctx, mcp.Server{Name: "mem", Prefix: true, CallTimeout: 200 * time.Millisecond}, ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out, err := c.Call(ctx, agentCall("mem__echo", `{"message":"hi"}`))
+	if err != nil || string(out) != `{"server":"mem","tool":"echo","text":"echo: hi"}` {
+		t.Errorf("mem__echo: %s, %v", out, err)
+	}
+	if _, err := c.CallTool(ctx, "hang", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hang: err = %v, want the CallTimeout", err)
 	}
 }
