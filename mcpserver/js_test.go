@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -147,5 +148,46 @@ func TestTypeScriptClient(t *testing.T) {
 				t.Errorf("delete %+v, then get %+v", r.Delete, r.AfterDelete)
 			}
 		})
+	}
+}
+
+// TestConfigAgentWithNPMServer runs `run_agent_with_trace` for an agent
+// whose tools come from the reference filesystem server from npm, started
+// over stdio from the config (command, args, dir), as a user would write
+// it.
+func TestConfigAgentWithNPMServer(t *testing.T) {
+	node, dir := needMCPJS(t)
+	fsServer := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "hello.txt"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "turns.yaml"), []byte(`turns:
+  - tool_calls: [{name: list_directory, input: {path: "`+work+`"}}]
+  - answer: listed
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig([]byte(`agent:
+  model: scripted:turns.yaml
+  mcp_servers:
+    - {name: fs, command: "`+node+`", args: ["`+fsServer+`", "`+work+`"], dir: ., call_timeout: 60s}
+`), filepath.Join(work, "loupe-mcp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connectMemory(t, newServer(t, Options{Config: cfg}))
+	var out RunAgentOutput
+	ok(t, cs, "run_agent_with_trace", map[string]any{"query": "what is there?"}, &out)
+	var got GetTraceOutput
+	ok(t, cs, "get_execution_trace", map[string]any{"trace_id": out.TraceSummary.TraceID}, &got)
+	var listed bool
+	for _, st := range got.Steps {
+		if st.Type == "tool.start" && st.Name == "list_directory" && st.Status == "completed" && strings.Contains(fmt.Sprint(st.Output), "hello.txt") {
+			listed = true
+		}
+	}
+	if !out.Success || out.Result != "listed" || !listed {
+		t.Errorf("run %+v; steps %+v", out, got.Steps)
 	}
 }
