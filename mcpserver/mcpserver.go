@@ -51,7 +51,9 @@ const (
 // tracer (the pipeline is the root run), and returns its outcome as an
 // agent.Result (Answer, Records, Termination, Err, TraceID). The error is
 // for a pipeline that could not start (a file that does not validate);
-// a pipeline that ran and failed reports it in Result.Err.
+// a pipeline that ran and failed reports it in Result.Err. It is called
+// concurrently, once per run_agent_with_trace call; the Server stores the
+// returned Records.
 type PipelineFunc func(ctx context.Context, tracer *trace.Tracer, file string, params map[string]string) (agent.Result, error)
 
 // Options configure a Server. Store is required; the zero value of every
@@ -101,7 +103,10 @@ type Options struct {
 }
 
 // ConnectFunc connects to one MCP server of an agent config and returns
-// its tools and a function that closes the connection.
+// its tools and a function that closes the connection. The tools are
+// shared by every run, so they must be safe for concurrent use; the
+// connection should last until ctx is done or the close function is
+// called.
 type ConnectFunc func(ctx context.Context, s MCPServerConfig) (tools []agent.Tool, closeFn func() error, err error)
 
 // Server is Loupe's MCP server. Create it with New; it is safe for
