@@ -10,7 +10,8 @@
 //   - live streams (Server-Sent Events): /api/v1/stream and
 //     /api/v1/traces/{id}/stream, fed from ingest, resumable with
 //     Last-Event-ID;
-//   - its OpenAPI document at /api/v1/openapi.json.
+//   - its OpenAPI document at /api/v1/openapi.json;
+//   - optionally, Loupe's MCP server at /mcp (Options.MCP).
 //
 // Every ingest request is answered only after its records are committed
 // to the store, in one Append: a request is stored whole or not at all.
@@ -98,6 +99,11 @@ type Options struct {
 	// and /v1/ (the web UI, package ui, at /). It is served without an
 	// API key: it holds no trace data, which its pages read from /api/v1.
 	UI http.Handler
+
+	// MCP, if set, is served at /mcp (Loupe as an MCP server over
+	// streamable HTTP, package mcpserver). With RequireKeys it needs an
+	// admin key: its tools run agents and delete traces.
+	MCP http.Handler
 }
 
 // Server is the collector's http.Handler. Create it with New; it is safe
@@ -140,6 +146,11 @@ func New(o Options) (*Server, error) {
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.wrap(rt))
 		bare.Handle(rt.pattern, http.NotFoundHandler())
+	}
+	if o.MCP != nil {
+		// Not among routes(): it is no part of the JSON API that
+		// openapi.json describes. Every method goes to the MCP transport.
+		s.mux.Handle("/mcp", s.wrap(route{"/mcp", scopeAdmin, o.MCP.ServeHTTP}))
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		var allow []string

@@ -57,6 +57,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newKeysCmd(),
 		newPricesCmd(),
+		newMCPCmd(),
 		newReplayCmd(),
 		newPipelineCmd(),
 	)

@@ -31,6 +31,7 @@ func newServeCmd() *cobra.Command {
 		redactKeys    []string
 		noUI          bool
 		open          bool
+		mcpf          mcpFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -38,7 +39,9 @@ func newServeCmd() *cobra.Command {
 		Long: `Run the collector on one port: POST /v1/records (Loupe records), POST
 /v1/traces (OTLP/HTTP, protobuf or JSON: point any OpenTelemetry SDK at
 http://127.0.0.1:4318), the JSON API under /api/v1 (its OpenAPI document at
-/api/v1/openapi.json), live streams and the web UI at / (--no-ui to leave it out). It stores into the same store as the
+/api/v1/openapi.json), live streams, Loupe's MCP server at /mcp (streamable
+HTTP; see loupe mcp; --mcp-config sets what it runs) and the web UI at /
+(--no-ui to leave it out). It stores into the same store as the
 other commands (--db / LOUPE_DB). It listens on loopback by default; any other
 address requires API keys (loupe keys create). SIGINT or SIGTERM stops it
 after the requests in flight are committed and answered.`,
@@ -65,16 +68,24 @@ after the requests in flight are committed and answered.`,
 				if !noUI {
 					o.UI = ui.Handler()
 				}
+				var rd *redact.Redactor
 				if !noRedact {
 					if err := checkRuleNames(redactWithout); err != nil {
 						return err
 					}
-					rd, err := redact.New(redact.DefaultConfig().Without(redactWithout...).WithKeys(redactKeys...))
-					if err != nil {
+					if rd, err = redact.New(redact.DefaultConfig().Without(redactWithout...).WithKeys(redactKeys...)); err != nil {
 						return err
 					}
 					o.Redact = rd.Record
 				}
+				ms, err := newMCPServer(ctx, mcpf, st, rd)
+				if err != nil {
+					return fmt.Errorf("the MCP server at /mcp: %w", err)
+				}
+				defer ms.Close()
+				// Close ends its event streams, which the shutdown would wait for.
+				defer context.AfterFunc(ctx, func() { ms.Close() })()
+				o.MCP = ms.Handler()
 				srv, err := server.New(o)
 				if err != nil {
 					return err
@@ -101,6 +112,7 @@ after the requests in flight are committed and answered.`,
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
 	cmd.Flags().StringSliceVar(&redactKeys, "redact-keys", nil, "also redact the values of JSON fields with these names (e.g. ssn,customer_email)")
+	mcpf.add(cmd, "mcp-")
 	return cmd
 }
 

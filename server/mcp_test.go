@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/loupe-dev/loupe/mcpserver"
+)
+
+// bearer adds an API key to every request of an MCP client.
+type bearer struct{ key string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPEndpoint: /mcp serves Loupe's MCP server, open on loopback
+// (RequireKeys false) and, with keys required, to admin keys only — its
+// tools run agents and delete traces.
+func TestMCPEndpoint(t *testing.T) {
+	st := openStore(t)
+	ms, err := mcpserver.New(context.Background(), mcpserver.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	admin, _, err := CreateKey(context.Background(), st, ScopeAdmin, "mcp", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, _, err := CreateKey(context.Background(), st, ScopeRead, "r", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingest, _, err := CreateKey(context.Background(), st, ScopeIngest, "i", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
+	hdr := []string{"Accept", "application/json, text/event-stream"}
+
+	e := newEnv(t, Options{Store: st, RequireKeys: true, MCP: ms.Handler()})
+	for _, tt := range []struct {
+		name, key string
+		code      int
+		says      string
+	}{
+		{"no key", "", http.StatusUnauthorized, "requires an API key"},
+		{"bad key", "lk_0123456789abcdef_nope", http.StatusUnauthorized, "API key"},
+		{"read key", read, http.StatusForbidden, "scope read"},
+		{"ingest key", ingest, http.StatusForbidden, "scope ingest"},
+		{"admin key", admin, http.StatusOK, `"serverInfo"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e.key = tt.key
+			code, body, _ := e.do("POST", "/mcp", "application/json", []byte(initialize), hdr...)
+			if code != tt.code || !strings.Contains(string(body), tt.says) {
+				t.Errorf("POST /mcp: %d %s, want %d saying %s", code, body, tt.code, tt.says)
+			}
+		})
+	}
+
+	// A real client with an admin key runs the tools.
+	connect := func(url string, rt http.RoundTripper) *mcp.ClientSession {
+		t.Helper()
+		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	cs := connect(e.ts.URL+"/mcp", bearer{admin})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_traces", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_traces with an admin key: %v %+v", err, res)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	if _, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.ts.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{read}}}, nil); err == nil {
+		t.Error("a client with a read key connected to /mcp")
+	}
+
+	// On loopback without RequireKeys, no key is needed.
+	open := newEnv(t, Options{Store: st, MCP: ms.Handler()})
+	cs = connect(open.ts.URL+"/mcp", http.DefaultTransport)
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_agent_with_trace", Arguments: map[string]any{"query": "hi"}})
+	if err != nil || res.IsError {
+		t.Fatalf("run_agent_with_trace without keys on loopback: %v %+v", err, res)
+	}
+
+	// Without Options.MCP there is no /mcp.
+	none := newEnv(t, Options{Store: st})
+	if code, _, _ := none.do("POST", "/mcp", "application/json", []byte(initialize), hdr...); code != http.StatusNotFound {
+		t.Errorf("POST /mcp without MCP: %d", code)
+	}
+}
