@@ -77,9 +77,8 @@ type Options struct {
 	// the code graders of, any file); "" means the current directory.
 	EvalRoot string
 
-	// RunPipeline runs a config's "pipeline:" file. nil makes a pipeline
-	// config fail each run with an error saying this build cannot run
-	// pipelines.
+	// RunPipeline runs a config's "pipeline:" file. nil means
+	// RunPipelineFile (package pipeline, offline by default).
 	RunPipeline PipelineFunc
 
 	// Connect opens the MCP servers of an agent config as tools. nil means

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
@@ -553,9 +554,10 @@ func TestPipelineConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No runner: a clear tool error pointing at the config line.
+	// The default runner: a file that is not there is a clear tool error
+	// pointing at the config line.
 	cs := connectMemory(t, newServer(t, Options{Config: cfg}))
-	fails(t, cs, "run_agent_with_trace", map[string]any{"query": "x"}, cfgPath+":1:", "cannot run pipelines")
+	fails(t, cs, "run_agent_with_trace", map[string]any{"query": "x"}, cfgPath+":1:", "rag.yaml")
 
 	// A runner: its run (memory writes included) comes back in the seed's shape.
 	var gotFile string
@@ -727,4 +729,52 @@ func FuzzParseConfig(f *testing.F) {
 			t.Errorf("error without the file name: %v", err)
 		}
 	})
+}
+
+// TestPipelineConfigRunsOmniDemo runs a real omni demo pipeline through
+// run_agent_with_trace with the default runner (package pipeline, offline)
+// and reads its trace back: every step, the branch and the memory writes.
+func TestPipelineConfigRunsOmniDemo(t *testing.T) {
+	dir := t.TempDir()
+	demo := filepath.Join(testrepo.Root(t), "testdata", "real", "omni", "demo-rag.yaml")
+	cfgPath := filepath.Join(dir, "p.yaml")
+	docs := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"typing.md": "Typed languages catch mistakes before the program runs and make refactoring safe.",
+		"tea.md":    "Green tea is brewed at 80 degrees.",
+	} {
+		if err := os.WriteFile(filepath.Join(docs, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := fmt.Sprintf("pipeline: %s\nparams: {documents_dir: %q}\n", demo, docs)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connectMemory(t, newServer(t, Options{Config: c}))
+	var out RunAgentOutput
+	ok(t, cs, "run_agent_with_trace", map[string]any{"query": "why use typed languages?"}, &out)
+	if !out.Success || !out.Stored || out.Result == "" {
+		t.Fatalf("pipeline run: %+v", out)
+	}
+	var names []string
+	for _, s := range out.Steps {
+		names = append(names, s.Name)
+	}
+	joined := strings.Join(names, " ")
+	for _, want := range []string{"retriever.search", "generator.generate", "evaluator.evaluate"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("steps %q lack %s", joined, want)
+		}
+	}
+	if out.MemoryPool["query"] == 0 {
+		t.Errorf("memory pool %v lacks the query parameter", out.MemoryPool)
+	}
 }

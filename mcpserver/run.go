@@ -106,8 +106,9 @@ func (s *Server) newAgent(tracer *trace.Tracer) (agent.Executor, agent.AgentLoop
 func (s *Server) run(ctx context.Context, query, thread string, params map[string]string) (agent.Result, error) {
 	tracer := s.tracer()
 	if c := s.o.Config; c != nil && c.Pipeline != "" {
-		if s.o.RunPipeline == nil {
-			return agent.Result{}, toolError("%s: this loupe cannot run pipelines yet (no pipeline runner is built in); configure an agent instead", c.at("pipeline"))
+		runPipeline := s.o.RunPipeline
+		if runPipeline == nil {
+			runPipeline = RunPipelineFile
 		}
 		p := maps.Clone(c.Params)
 		if p == nil {
@@ -117,7 +118,7 @@ func (s *Server) run(ctx context.Context, query, thread string, params map[strin
 		if _, ok := p["query"]; !ok && query != "" {
 			p["query"] = query
 		}
-		res, err := s.o.RunPipeline(ctx, tracer, c.Resolve(c.Pipeline), p)
+		res, err := runPipeline(ctx, tracer, c.Resolve(c.Pipeline), p)
 		if err != nil {
 			return res, toolError("%s: %v", c.at("pipeline"), err)
 		}
