@@ -31,6 +31,7 @@ import (
 
 	"github.com/loupe-dev/loupe/export/console"
 	"github.com/loupe-dev/loupe/otlp"
+	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
@@ -113,7 +114,8 @@ func quote(v string) string {
 // id (first 12 hex digits, enough to name it), name, start (UTC),
 // duration, status (with "N lost" when the recorder lost records of the
 // trace), steps (iterations, or model calls for runs without an iteration
-// loop), tool calls, tokens (in/out), cost and errors.
+// loop), tool calls, tokens (in/out), cost ("$0.0123 + ?" or "unknown"
+// when some calls have no price) and errors.
 func Table(w io.Writer, sums []store.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSTARTED\tDURATION\tSTATUS\tSTEPS\tTOOLS\tTOKENS\tCOST\tERRORS")
@@ -126,7 +128,7 @@ func Table(w io.Writer, sums []store.Summary) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\n",
 			s.ID.String()[:12], orDash(s.Name), s.Started.UTC().Format("2006-01-02 15:04:05"),
 			console.Duration(s.Duration), status(s), steps, s.ToolCalls,
-			tokens(s.InputTokens, s.OutputTokens), cost(s.CostUSD), s.Errors)
+			tokens(s.InputTokens, s.OutputTokens), cost(s.CostUSD, s.UnpricedCalls), s.Errors)
 	}
 	return tw.Flush()
 }
@@ -172,11 +174,14 @@ func tokens(in, out int64) string {
 	return strconv.FormatInt(in, 10) + "/" + strconv.FormatInt(out, 10)
 }
 
-func cost(usd float64) string {
-	if usd == 0 {
+// cost is "-" for a trace that cost nothing known and has no call of
+// unknown cost, else price.Format's "$0.0123", "$0.0123 + ?" or "unknown":
+// a call whose model has no price is never shown as $0.
+func cost(usd float64, unpriced int) string {
+	if usd == 0 && unpriced == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("$%.4f", usd)
+	return price.Format(usd, unpriced)
 }
 
 // ShowOptions control Show.
