@@ -442,10 +442,10 @@ type ImportResult struct {
 	// Priced counts the model calls read with tokens but no cost that
 	// were given one from the price table; Unpriced those whose model it
 	// does not know, stored with an unknown cost (not $0).
-	Priced   int `json:"priced,omitempty"`
-	Unpriced int `json:"unpriced,omitempty"`
-	Err       error    `json:"-"`                  // the first problem; the records read without problems are stored
-	Error     string   `json:"error,omitempty"`
+	Priced   int    `json:"priced,omitempty"`
+	Unpriced int    `json:"unpriced,omitempty"`
+	Err      error  `json:"-"` // the first problem; the records read without problems are stored
+	Error    string `json:"error,omitempty"`
 }
 
 // Refused is one record of an imported file that the store refused.
@@ -655,13 +655,13 @@ type importer struct {
 	ctx    context.Context
 	st     store.Store
 	prices *price.Table // prices calls with tokens but no cost; nil: leave them
-	path  string
-	res   *ImportResult
-	seen  map[trace.TraceID]map[uint64]seqInfo
-	seed  maphash.Seed
-	buf   []byte
-	recs  []trace.Record // the batch
-	lines []int          // the line of each record of the batch
+	path   string
+	res    *ImportResult
+	seen   map[trace.TraceID]map[uint64]seqInfo
+	seed   maphash.Seed
+	buf    []byte
+	recs   []trace.Record // the batch
+	lines  []int          // the line of each record of the batch
 	// storeRefusals counts refusals that ValidateRecord did not predict.
 	storeRefusals int
 	firstConflict string
