@@ -619,8 +619,12 @@ func finishReason(a pcommon.Map) string {
 	return v.AsString()
 }
 
+// usage reads a model span's usage. A cost is unknown only when the span
+// says so (loupe.usage.cost_unknown, written by Traces) and carries no
+// cost; a span without either has a cost of 0 that the collector and
+// `loupe traces import` price from the table.
 func usage(a pcommon.Map) trace.Usage {
-	return trace.Usage{
+	u := trace.Usage{
 		Provider:        firstStr(a, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"),
 		InputTokens:     firstInt(a, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"),
 		OutputTokens:    firstInt(a, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"),
@@ -628,7 +632,17 @@ func usage(a pcommon.Map) trace.Usage {
 		ReasoningTokens: firstInt(a, "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"),
 		CostUSD:         firstFloat(a, "gen_ai.usage.cost", "llm.cost.total"),
 	}
+	if v, ok := a.Get(AttrCostUnknown); ok && u.CostUSD == 0 {
+		u.CostUnknown = v.Type() == pcommon.ValueTypeBool && v.Bool() || strings.EqualFold(strings.TrimSpace(v.AsString()), "true")
+	}
+	return u
 }
+
+// AttrCostUnknown is the span attribute (a bool) that says a model call's
+// cost is unknown: its model has no price. OpenTelemetry's GenAI
+// conventions have no such attribute, so Loupe writes its own; a span
+// without it and without gen_ai.usage.cost has not been priced.
+const AttrCostUnknown = "loupe.usage.cost_unknown"
 
 // tags are run.start's tags for a root span: where it came from.
 func tags(rs ptrace.ResourceSpans, a pcommon.Map) []string {

@@ -279,6 +279,9 @@ func fillSpan(sp ptrace.Span, first, end *trace.Record, o SpanOptions) {
 		if u.CostUSD != 0 {
 			a.PutDouble("gen_ai.usage.cost", u.CostUSD)
 		}
+		if u.CostUnknown {
+			a.PutBool(AttrCostUnknown, true)
+		}
 		if first.Status != "" {
 			s := a.PutEmptySlice("gen_ai.response.finish_reasons")
 			for _, f := range strings.Split(first.Status, ",") {

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/loupe-dev/loupe/otlp"
-	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -137,7 +136,7 @@ func (s *Server) commit(r *http.Request, recs []trace.Record) (int, error) {
 			s.o.Redact(&recs[i])
 		}
 		if s.o.Prices != nil {
-			priceCall(s.o.Prices, &recs[i])
+			s.o.Prices.PriceRecord(&recs[i])
 		}
 	}
 	added, err := s.o.Store.Append(r.Context(), recs)
@@ -387,17 +386,4 @@ func appendVarint(b []byte, v uint64) []byte {
 		v >>= 7
 	}
 	return append(b, byte(v))
-}
-
-// priceCall sets the cost of a model call that has tokens but no cost,
-// when t knows its model.
-func priceCall(t *price.Table, r *trace.Record) {
-	u := &r.Usage
-	if r.Type != trace.TypeModelCall || u.CostUSD != 0 || u.InputTokens+u.OutputTokens == 0 {
-		return
-	}
-	tok := price.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CachedRead: u.CachedTokens, Reasoning: u.ReasoningTokens}
-	if c, ok := t.Cost(r.Name, tok); ok {
-		u.CostUSD = c
-	}
 }

@@ -81,8 +81,8 @@ type Options struct {
 
 	// Prices, if set, prices the model calls that arrive with tokens but
 	// no cost (most OpenTelemetry instrumentations send none), before
-	// they are stored. A model the table does not know keeps no cost:
-	// unknown, not free.
+	// they are stored (see price.Table.PriceRecord). A call to a model the
+	// table does not know is marked as of unknown cost, not free.
 	Prices *price.Table
 
 	// OTLP are the limits applied when mapping OTLP spans.

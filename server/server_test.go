@@ -713,7 +713,8 @@ func TestHTTPServerLimits(t *testing.T) {
 
 // TestIngestPricesModelCalls: a model call that arrives with tokens and no
 // cost is priced from the table; one with a cost keeps it; an unknown
-// model keeps no cost (unknown, not free).
+// model's cost is marked unknown (not free), and the trace's summary
+// counts it as unpriced.
 func TestIngestPricesModelCalls(t *testing.T) {
 	table, err := price.Parse([]byte(`{"models":[{"model":"m-priced","input":2,"output":10,"valid_from":"2025-01-01"}]}`), "test")
 	if err != nil {
@@ -739,8 +740,22 @@ func TestIngestPricesModelCalls(t *testing.T) {
 	}
 	want := map[uint64]float64{2: 2 + 1, 3: 0.5, 4: 0}
 	for _, r := range got.Records {
-		if w, ok := want[r.Seq]; ok && r.Usage.CostUSD != w {
-			t.Errorf("seq %d (%s): cost %v, want %v", r.Seq, r.Name, r.Usage.CostUSD, w)
+		if w, ok := want[r.Seq]; ok && (r.Usage.CostUSD != w || r.Usage.CostUnknown != (r.Seq == 4)) {
+			t.Errorf("seq %d (%s): cost %v (unknown %v), want %v (unknown %v)", r.Seq, r.Name, r.Usage.CostUSD, r.Usage.CostUnknown, w, r.Seq == 4)
+		}
+	}
+	if s := got.Summary; s.CostUSD != 3.5 || s.UnpricedCalls != 1 {
+		t.Errorf("summary cost %v with %d unpriced calls, want 3.5 with 1", s.CostUSD, s.UnpricedCalls)
+	}
+	// The API's summaries and aggregates say so too.
+	for _, q := range []struct{ path, want string }{
+		{"/api/v1/traces", `"cost_usd":3.5,"unpriced_calls":1,`},
+		{"/api/v1/traces/" + tid.String(), `"cost_usd":3.5,"unpriced_calls":1,`},
+		{"/api/v1/aggregates", `"m-unknown":{"calls":1,"input_tokens":1000000,"output_tokens":100000,"cost_usd":0,"unpriced_calls":1}`},
+	} {
+		code, body, _ := e.do("GET", q.path, "", nil)
+		if code != 200 || !bytes.Contains(body, []byte(q.want)) {
+			t.Errorf("GET %s: %d %s\nwant it to contain %s", q.path, code, body, q.want)
 		}
 	}
 }

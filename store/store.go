@@ -210,28 +210,34 @@ func LostCount(r *trace.Record) int64 {
 // Summary is one trace's line in a listing. Its counters are the
 // trace.Stats of the trace's stored records.
 type Summary struct {
-	ID           trace.TraceID `json:"trace_id"`
-	Name         string        `json:"name"`             // the root run's name
-	Started      time.Time     `json:"started"`          // the earliest record's time
-	Duration     time.Duration `json:"duration_ns"`      // the root run.end's duration, or last record minus Started while running
-	Status       string        `json:"status"`           // the termination reason of the root run, or StatusRunning or StatusIncomplete
-	Lost         int64         `json:"lost_records"`     // records the recorder lost (summed over trace.TypeDropped markers)
-	Incomplete   bool          `json:"incomplete"`       // records were lost, or the run never ended (StatusIncomplete)
-	Records      int           `json:"records"`          // records stored
-	Iterations   int           `json:"iterations"`       // steps of the root loop and its children
-	ModelCalls   int           `json:"model_calls"`      // model.call records
-	ToolCalls    int           `json:"tool_calls"`       // tool.end and tool.error records
-	InputTokens  int64         `json:"input_tokens"`     // summed over model calls
-	OutputTokens int64         `json:"output_tokens"`    // summed over model calls
-	CostUSD      float64       `json:"cost_usd"`         // summed over model calls
-	Errors       int           `json:"errors"`           // as counted by trace.Stats
-	Tags         []string      `json:"tags,omitempty"`   // the root run's tags, sorted
-	Models       []string      `json:"models,omitempty"` // models called, sorted
-	Tools        []string      `json:"tools,omitempty"`  // tools called, sorted
+	ID            trace.TraceID `json:"trace_id"`
+	Name          string        `json:"name"`             // the root run's name
+	Started       time.Time     `json:"started"`          // the earliest record's time
+	Duration      time.Duration `json:"duration_ns"`      // the root run.end's duration, or last record minus Started while running
+	Status        string        `json:"status"`           // the termination reason of the root run, or StatusRunning or StatusIncomplete
+	Lost          int64         `json:"lost_records"`     // records the recorder lost (summed over trace.TypeDropped markers)
+	Incomplete    bool          `json:"incomplete"`       // records were lost, or the run never ended (StatusIncomplete)
+	Records       int           `json:"records"`          // records stored
+	Iterations    int           `json:"iterations"`       // steps of the root loop and its children
+	ModelCalls    int           `json:"model_calls"`      // model.call records
+	ToolCalls     int           `json:"tool_calls"`       // tool.end and tool.error records
+	InputTokens   int64         `json:"input_tokens"`     // summed over model calls
+	OutputTokens  int64         `json:"output_tokens"`    // summed over model calls
+	CostUSD       float64       `json:"cost_usd"`         // summed over the priced model calls
+	UnpricedCalls int           `json:"unpriced_calls"`   // model calls of unknown cost (no price), not in CostUSD; see CostKnown
+	Errors        int           `json:"errors"`           // as counted by trace.Stats
+	Tags          []string      `json:"tags,omitempty"`   // the root run's tags, sorted
+	Models        []string      `json:"models,omitempty"` // models called, sorted
+	Tools         []string      `json:"tools,omitempty"`  // tools called, sorted
 }
 
 // Tokens returns input plus output tokens.
 func (s *Summary) Tokens() int64 { return s.InputTokens + s.OutputTokens }
+
+// CostKnown reports whether CostUSD is the trace's whole cost: no model
+// call is of unknown cost. When false, CostUSD is a lower bound and views
+// show the cost as unknown (price.Format), never as $0.
+func (s *Summary) CostKnown() bool { return s.UnpricedCalls == 0 }
 
 // Trace is one stored trace: its records and what is derived from them.
 type Trace struct {

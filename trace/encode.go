@@ -84,6 +84,12 @@ func (r *Record) AppendJSON(b []byte) []byte {
 			b = append(b, `"cost_usd":`...)
 			b = strconv.AppendFloat(b, u.CostUSD, 'g', -1, 64)
 		}
+		if u.CostUnknown {
+			if len(b) > n {
+				b = append(b, ',')
+			}
+			b = append(b, `"cost_unknown":true`...)
+		}
 		b = append(b, '}')
 	}
 	if len(r.Tags) > 0 {
@@ -280,6 +286,9 @@ func DecodeRecord(data []byte) (Record, error) {
 		if f.v < 0 {
 			return Record{}, &FieldError{f.name, fmt.Errorf("is negative (%d)", f.v)}
 		}
+	}
+	if w.Usage.CostUnknown && w.Usage.CostUSD != 0 {
+		return Record{}, &FieldError{"usage.cost_unknown", fmt.Errorf("is true but cost_usd is %v; a call's cost is either known (cost_usd) or unknown (cost_unknown), drop one", w.Usage.CostUSD)}
 	}
 	r.Name, r.Iteration, r.Depth, r.Duration = w.Name, w.Iteration, w.Depth, time.Duration(w.Duration)
 	r.Status, r.Error, r.Usage, r.Tags = w.Status, w.Error, w.Usage, w.Tags

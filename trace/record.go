@@ -93,6 +93,12 @@ const (
 // Usage is what one model call consumed. Token counts are as the provider
 // reported them; CachedTokens and ReasoningTokens are parts of InputTokens
 // and OutputTokens respectively, reported separately.
+//
+// CostUnknown says the call's cost is not known (its model has no price):
+// CostUSD is then 0 and means nothing, and views show the cost as unknown,
+// never as $0. The flag is negative so that the zero Usage, and records
+// written before it existed, keep meaning what they did: CostUSD is the
+// cost.
 type Usage struct {
 	Provider        string  `json:"provider,omitempty"`
 	InputTokens     int64   `json:"input_tokens,omitempty"`
@@ -100,6 +106,7 @@ type Usage struct {
 	CachedTokens    int64   `json:"cached_tokens,omitempty"`
 	ReasoningTokens int64   `json:"reasoning_tokens,omitempty"`
 	CostUSD         float64 `json:"cost_usd,omitempty"`
+	CostUnknown     bool    `json:"cost_unknown,omitempty"` // no price for the model: CostUSD is not the cost
 }
 
 // Record is the one canonical trace record: on the wire, in storage and in

@@ -13,7 +13,8 @@ type ModelStats struct {
 	OutputTokens    int64   `json:"output_tokens"`
 	CachedTokens    int64   `json:"cached_tokens,omitempty"`
 	ReasoningTokens int64   `json:"reasoning_tokens,omitempty"`
-	CostUSD         float64 `json:"cost_usd"`
+	CostUSD         float64 `json:"cost_usd"`                 // summed over the priced calls
+	UnpricedCalls   int     `json:"unpriced_calls,omitempty"` // calls whose cost is unknown (Usage.CostUnknown), not in CostUSD
 }
 
 // ToolStats aggregates the calls of one tool.
@@ -35,7 +36,8 @@ type Stats struct {
 	OutputTokens    int64                 `json:"output_tokens"`
 	CachedTokens    int64                 `json:"cached_tokens,omitempty"`
 	ReasoningTokens int64                 `json:"reasoning_tokens,omitempty"`
-	CostUSD         float64               `json:"cost_usd"`
+	CostUSD         float64               `json:"cost_usd"`                 // summed over the priced model calls
+	UnpricedCalls   int                   `json:"unpriced_calls,omitempty"` // model calls whose cost is unknown, not in CostUSD
 	ToolCalls       int                   `json:"tool_calls"`
 	Errors          int                   `json:"errors"`
 	Children        int                   `json:"children,omitempty"`
@@ -46,6 +48,10 @@ type Stats struct {
 
 // TotalTokens returns input plus output tokens.
 func (s *Stats) TotalTokens() int64 { return s.InputTokens + s.OutputTokens }
+
+// CostKnown reports whether CostUSD is the whole cost of the model calls:
+// none of them is unpriced. When it is false, CostUSD is a lower bound.
+func (s *Stats) CostKnown() bool { return s.UnpricedCalls == 0 }
 
 // Add folds r into s. It is how every Stats is built, so a store or an
 // importer that replays records gets the same aggregates as the recorder.
@@ -62,6 +68,9 @@ func (s *Stats) Add(r *Record) {
 		s.CachedTokens += u.CachedTokens
 		s.ReasoningTokens += u.ReasoningTokens
 		s.CostUSD += u.CostUSD
+		if u.CostUnknown {
+			s.UnpricedCalls++
+		}
 		if s.ByModel == nil {
 			s.ByModel = make(map[string]ModelStats)
 		}
@@ -72,6 +81,9 @@ func (s *Stats) Add(r *Record) {
 		m.CachedTokens += u.CachedTokens
 		m.ReasoningTokens += u.ReasoningTokens
 		m.CostUSD += u.CostUSD
+		if u.CostUnknown {
+			m.UnpricedCalls++
+		}
 		if r.Error != "" {
 			m.Errors++
 			s.Errors++

@@ -53,9 +53,9 @@ func TestImportProgress(t *testing.T) {
 		}
 		var err error
 		if pw != nil {
-			err = ImportInputs(ctx, &out, &errw, pw, st, []ImportInput{{Name: tc.file}}, traceio.FormatAuto, false)
+			err = ImportInputs(ctx, &out, &errw, pw, st, []ImportInput{{Name: tc.file}}, traceio.FormatAuto, false, nil)
 		} else {
-			err = ImportInputs(ctx, &out, &errw, nil, st, []ImportInput{{Name: tc.file}}, traceio.FormatAuto, false)
+			err = ImportInputs(ctx, &out, &errw, nil, st, []ImportInput{{Name: tc.file}}, traceio.FormatAuto, false, nil)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.file, err, errw.String())

@@ -31,6 +31,7 @@ import (
 
 	"github.com/loupe-dev/loupe/export/console"
 	"github.com/loupe-dev/loupe/otlp"
+	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
@@ -113,7 +114,8 @@ func quote(v string) string {
 // id (first 12 hex digits, enough to name it), name, start (UTC),
 // duration, status (with "N lost" when the recorder lost records of the
 // trace), steps (iterations, or model calls for runs without an iteration
-// loop), tool calls, tokens (in/out), cost and errors.
+// loop), tool calls, tokens (in/out), cost ("$0.0123 + ?" or "unknown"
+// when some calls have no price) and errors.
 func Table(w io.Writer, sums []store.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSTARTED\tDURATION\tSTATUS\tSTEPS\tTOOLS\tTOKENS\tCOST\tERRORS")
@@ -126,7 +128,7 @@ func Table(w io.Writer, sums []store.Summary) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\n",
 			s.ID.String()[:12], orDash(s.Name), s.Started.UTC().Format("2006-01-02 15:04:05"),
 			console.Duration(s.Duration), status(s), steps, s.ToolCalls,
-			tokens(s.InputTokens, s.OutputTokens), cost(s.CostUSD), s.Errors)
+			tokens(s.InputTokens, s.OutputTokens), cost(s.CostUSD, s.UnpricedCalls), s.Errors)
 	}
 	return tw.Flush()
 }
@@ -172,11 +174,14 @@ func tokens(in, out int64) string {
 	return strconv.FormatInt(in, 10) + "/" + strconv.FormatInt(out, 10)
 }
 
-func cost(usd float64) string {
-	if usd == 0 {
+// cost is "-" for a trace that cost nothing known and has no call of
+// unknown cost, else price.Format's "$0.0123", "$0.0123 + ?" or "unknown":
+// a call whose model has no price is never shown as $0.
+func cost(usd float64, unpriced int) string {
+	if usd == 0 && unpriced == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("$%.4f", usd)
+	return price.Format(usd, unpriced)
 }
 
 // ShowOptions control Show.
@@ -434,8 +439,13 @@ type ImportResult struct {
 	SeqGaps   int      `json:"seq_gaps,omitempty"`
 	GapTraces int      `json:"gap_traces,omitempty"`
 	Warnings  []string `json:"warnings,omitempty"` // the conflicts and gaps, said in words
-	Err       error    `json:"-"`                  // the first problem; the records read without problems are stored
-	Error     string   `json:"error,omitempty"`
+	// Priced counts the model calls read with tokens but no cost that
+	// were given one from the price table; Unpriced those whose model it
+	// does not know, stored with an unknown cost (not $0).
+	Priced   int    `json:"priced,omitempty"`
+	Unpriced int    `json:"unpriced,omitempty"`
+	Err      error  `json:"-"` // the first problem; the records read without problems are stored
+	Error    string `json:"error,omitempty"`
 }
 
 // Refused is one record of an imported file that the store refused.
@@ -472,6 +482,11 @@ const maxStoreRefusals = 20
 // errors. Err is set when a record was refused or the file could not be
 // read to its end.
 func Import(ctx context.Context, st store.Store, path string, f traceio.Format) ImportResult {
+	return importFile(ctx, st, path, f, nil)
+}
+
+// importFile is Import pricing with prices (see importReader).
+func importFile(ctx context.Context, st store.Store, path string, f traceio.Format, prices *price.Table) ImportResult {
 	file, err := os.Open(path)
 	if err != nil {
 		res := ImportResult{File: path, Format: f}
@@ -479,7 +494,7 @@ func Import(ctx context.Context, st store.Store, path string, f traceio.Format) 
 		return res
 	}
 	defer file.Close()
-	return ImportReader(ctx, st, path, file, f)
+	return importReader(ctx, st, path, file, f, prices)
 }
 
 // detectPeek is how much of an input ImportReader looks at to tell its
@@ -490,6 +505,14 @@ const detectPeek = 64 << 10
 // standard input, "-" or "stdin"). It reads r once, front to back: r need
 // not be seekable.
 func ImportReader(ctx context.Context, st store.Store, name string, r io.Reader, f traceio.Format) ImportResult {
+	return importReader(ctx, st, name, r, f, nil)
+}
+
+// importReader is ImportReader that, when prices is not nil, gives the
+// model calls that carry tokens but no cost the cost prices says (or
+// marks it unknown), as the collector does at ingest
+// (price.Table.PriceRecord).
+func importReader(ctx context.Context, st store.Store, name string, r io.Reader, f traceio.Format, prices *price.Table) ImportResult {
 	res := ImportResult{File: name, Format: f}
 	fail := func(err error) ImportResult {
 		res.Err, res.Error = err, err.Error()
@@ -513,7 +536,7 @@ func ImportReader(ctx context.Context, st store.Store, name string, r io.Reader,
 		}
 	}
 	res.Format = f
-	im := &importer{ctx: ctx, st: st, path: name, res: &res, seen: map[trace.TraceID]map[uint64]seqInfo{}, seed: maphash.MakeSeed()}
+	im := &importer{ctx: ctx, st: st, prices: prices, path: name, res: &res, seen: map[trace.TraceID]map[uint64]seqInfo{}, seed: maphash.MakeSeed()}
 	var readErr error
 	for loc, err := range traceio.ReadLocated(br, name, res.Format) {
 		if err != nil {
@@ -549,18 +572,18 @@ const ProgressMinSize = 4 << 20
 
 // importWithProgress is Import with a progress bar of the bytes read on
 // progress, for files of at least ProgressMinSize.
-func importWithProgress(ctx context.Context, st store.Store, path string, f traceio.Format, progress io.Writer) ImportResult {
+func importWithProgress(ctx context.Context, st store.Store, path string, f traceio.Format, progress io.Writer, prices *price.Table) ImportResult {
 	if progress == nil {
-		return Import(ctx, st, path, f)
+		return importFile(ctx, st, path, f, prices)
 	}
 	file, err := os.Open(path)
 	if err != nil {
-		return Import(ctx, st, path, f) // reports the error as Import does
+		return importFile(ctx, st, path, f, prices) // reports the error as Import does
 	}
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() < ProgressMinSize {
-		return ImportReader(ctx, st, path, file, f)
+		return importReader(ctx, st, path, file, f, prices)
 	}
 	bar := progressbar.NewOptions64(fi.Size(),
 		progressbar.OptionSetWriter(progress),
@@ -570,7 +593,7 @@ func importWithProgress(ctx context.Context, st store.Store, path string, f trac
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionThrottle(100*time.Millisecond),
 	)
-	res := ImportReader(ctx, st, path, io.TeeReader(file, bar), f)
+	res := importReader(ctx, st, path, io.TeeReader(file, bar), f, prices)
 	bar.Finish()
 	return res
 }
@@ -629,15 +652,16 @@ type seqInfo struct {
 
 // importer is the state of one Import.
 type importer struct {
-	ctx   context.Context
-	st    store.Store
-	path  string
-	res   *ImportResult
-	seen  map[trace.TraceID]map[uint64]seqInfo
-	seed  maphash.Seed
-	buf   []byte
-	recs  []trace.Record // the batch
-	lines []int          // the line of each record of the batch
+	ctx    context.Context
+	st     store.Store
+	prices *price.Table // prices calls with tokens but no cost; nil: leave them
+	path   string
+	res    *ImportResult
+	seen   map[trace.TraceID]map[uint64]seqInfo
+	seed   maphash.Seed
+	buf    []byte
+	recs   []trace.Record // the batch
+	lines  []int          // the line of each record of the batch
 	// storeRefusals counts refusals that ValidateRecord did not predict.
 	storeRefusals int
 	firstConflict string
@@ -647,6 +671,13 @@ type importer struct {
 func (im *importer) add(loc traceio.Located) error {
 	res, r := im.res, &loc.Record
 	res.Records++
+	if im.prices != nil && im.prices.PriceRecord(r) {
+		if r.Usage.CostUnknown {
+			res.Unpriced++
+		} else {
+			res.Priced++
+		}
+	}
 	bySeq := im.seen[r.TraceID]
 	if bySeq == nil {
 		bySeq = map[uint64]seqInfo{}
@@ -812,23 +843,25 @@ func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths [
 	for i, p := range paths {
 		in[i] = ImportInput{Name: p}
 	}
-	return ImportInputs(ctx, w, errw, nil, st, in, f, asJSON)
+	return ImportInputs(ctx, w, errw, nil, st, in, f, asJSON, nil)
 }
 
 // ImportInputs is ImportFiles for inputs that may include standard input
 // (see ExpandInputs). When progress is not nil, each file of at least
 // ProgressMinSize gets a progress bar of the bytes read on progress
-// (meant for a terminal; cleared when the file is done).
-func ImportInputs(ctx context.Context, w, errw, progress io.Writer, st store.Store, inputs []ImportInput, f traceio.Format, asJSON bool) error {
+// (meant for a terminal; cleared when the file is done). When prices is
+// not nil, model calls read with tokens but no cost are priced from it, or
+// marked of unknown cost, as `loupe serve` does (price.Table.PriceRecord).
+func ImportInputs(ctx context.Context, w, errw, progress io.Writer, st store.Store, inputs []ImportInput, f traceio.Format, asJSON bool, prices *price.Table) error {
 	results := make([]ImportResult, 0, len(inputs))
 	failed := 0
 	for _, input := range inputs {
 		path := input.Name
 		var r ImportResult
 		if input.R != nil {
-			r = ImportReader(ctx, st, path, input.R, f)
+			r = importReader(ctx, st, path, input.R, f, prices)
 		} else {
-			r = importWithProgress(ctx, st, path, f, progress)
+			r = importWithProgress(ctx, st, path, f, progress, prices)
 		}
 		results = append(results, r)
 		for _, rr := range r.RefusedRecords {
@@ -852,6 +885,12 @@ func ImportInputs(ctx context.Context, w, errw, progress io.Writer, st store.Sto
 			fmt.Fprintf(w, "%s: %s, %d records in %d traces (%d new", path, r.Format, r.Records, r.Traces, r.Added)
 			if r.Refused > 0 {
 				fmt.Fprintf(w, ", %d refused", r.Refused)
+			}
+			if r.Priced > 0 {
+				fmt.Fprintf(w, ", %d model calls priced", r.Priced)
+			}
+			if r.Unpriced > 0 {
+				fmt.Fprintf(w, ", %d of unknown cost (no price for the model)", r.Unpriced)
 			}
 			fmt.Fprintln(w, ")")
 		}

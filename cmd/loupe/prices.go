@@ -31,10 +31,7 @@ func newPricesCmd() *cobra.Command {
 			"a model with no entry has an unknown cost, which Loupe never shows as $0.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if file == "" {
-				file = os.Getenv(price.EnvFile)
-			}
-			tb, err := price.Load(file)
+			tb, err := loadPrices(file)
 			if err != nil {
 				return err
 			}
@@ -62,7 +59,7 @@ func newPricesCmd() *cobra.Command {
 			return w.Flush()
 		},
 	}
-	ls.Flags().StringVar(&file, "prices", "", "price file overriding the built-in table (default $"+price.EnvFile+")")
+	pricesFlag(ls, &file)
 	ls.Flags().BoolVar(&asJSON, "json", false, "print JSON in the price file format")
 	cmd.AddCommand(ls)
 	return cmd
@@ -82,4 +79,20 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// pricesFlag adds --prices, the price file overriding the built-in table,
+// to cmd; every command that prices calls (prices ls, serve, traces
+// import) takes it, with the same default.
+func pricesFlag(cmd *cobra.Command, file *string) {
+	cmd.Flags().StringVar(file, "prices", "", "price file overriding the built-in table (default $"+price.EnvFile+")")
+}
+
+// loadPrices returns the built-in table under the price file named by
+// --prices (file), or else by $LOUPE_PRICES.
+func loadPrices(file string) (*price.Table, error) {
+	if file == "" {
+		file = os.Getenv(price.EnvFile)
+	}
+	return price.Load(file)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
@@ -32,6 +31,7 @@ func newServeCmd() *cobra.Command {
 		noUI          bool
 		open          bool
 		mcpf          mcpFlags
+		pricesFile    string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -60,7 +60,7 @@ after the requests in flight are committed and answered.`,
 						return fmt.Errorf("serving on %s requires API keys (off loopback, or --require-keys), and the store has none: create one with loupe keys create --scope ingest (and --scope read)", addr)
 					}
 				}
-				prices, err := price.Default() // the built-in table, under LOUPE_PRICES if set
+				prices, err := loadPrices(pricesFile) // the built-in table, under --prices or LOUPE_PRICES
 				if err != nil {
 					return err
 				}
@@ -107,6 +107,7 @@ after the requests in flight are committed and answered.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
 	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web UI at /")
+	pricesFlag(cmd, &pricesFile)
 	cmd.Flags().BoolVar(&open, "open", false, "open the web UI in a browser once listening")
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")

@@ -435,8 +435,9 @@ func newTracesExportCmd() *cobra.Command {
 
 func newTracesImportCmd() *cobra.Command {
 	var (
-		format string
-		asJSON bool
+		format     string
+		asJSON     bool
+		pricesFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "import FILE|FOLDER|-...",
@@ -452,10 +453,19 @@ line that cannot be read is reported with its file:line and field; the
 records before it are kept. Records repeating a trace and seq with
 different content (the first copy is kept) and gaps in a trace's seqs are
 reported as warnings with counts. The other files are imported either way,
-and the command exits non-zero if a record was refused or a file failed.`,
+and the command exits non-zero if a record was refused or a file failed.
+
+Model calls that carry tokens but no cost are priced as loupe serve prices
+them: from the built-in price table under --prices or $LOUPE_PRICES, at the
+price in effect at the call's time; a model the table does not know gets an
+unknown cost (shown as such), never $0. Costs in the file are kept.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := traceio.ParseFormat(format)
+			if err != nil {
+				return err
+			}
+			prices, err := loadPrices(pricesFile)
 			if err != nil {
 				return err
 			}
@@ -470,11 +480,12 @@ and the command exits non-zero if a record was refused or a file failed.`,
 				if errw := cmd.ErrOrStderr(); errw == os.Stderr && term.IsTerminal(int(os.Stderr.Fd())) {
 					progress = errw
 				}
-				return tracesview.ImportInputs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), progress, st, inputs, f, asJSON)
+				return tracesview.ImportInputs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), progress, st, inputs, f, asJSON, prices)
 			})
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "auto", "auto, loupe, agentv, agentv-results, omni, otel-jsonl (formerly fragola) or otlp")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	pricesFlag(cmd, &pricesFile)
 	return cmd
 }

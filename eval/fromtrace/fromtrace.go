@@ -42,7 +42,8 @@ const Unfinished = "the call did not finish: no tool.end or tool.error was recor
 //     none, the root run's input and output as a user and an assistant turn.
 //   - Usage and LLMCalls: from trace.StatsOf, set only when the records hold
 //     at least one model call (otherwise they are unknown, not zero). CostUSD
-//     is set when some model call reported a cost.
+//     is set when some model call reported a cost and none has an unknown
+//     cost (trace.Usage.CostUnknown).
 //   - Duration: the root run.end's duration; without a run.end, the span
 //     from the first record to the last when there are two or more.
 //   - Errors: trace.Stats.Errors. EventCount: the number of records.
@@ -219,7 +220,9 @@ func (b *builder) runMessages(output string) []eval.Message {
 
 // setModelStats sets Usage, LLMCalls and CostUSD from st when the records
 // hold at least one model call; otherwise they stay unknown (nil), not
-// zero. CostUSD is set only when some call reported a cost.
+// zero. CostUSD is set only when some call reported a cost and no call's
+// cost is unknown (its model had no price): a partial sum is not the run's
+// cost.
 func setModelStats(t *eval.Trajectory, st trace.Stats) {
 	if st.ModelCalls == 0 {
 		return
@@ -232,7 +235,7 @@ func setModelStats(t *eval.Trajectory, st trace.Stats) {
 	}
 	n := st.ModelCalls
 	t.LLMCalls = &n
-	if st.CostUSD > 0 {
+	if st.CostUSD > 0 && st.CostKnown() {
 		c := st.CostUSD
 		t.CostUSD = &c
 	}

@@ -226,3 +226,15 @@ func FuzzTrajectory(f *testing.F) {
 		}
 	})
 }
+
+// A run with a call of unknown cost has an unknown cost, not the sum of
+// the calls that were priced.
+func TestTrajectoryUnknownCostStaysNil(t *testing.T) {
+	got := fromtrace.Trajectory(record(t, "q", func(_ context.Context, ec *trace.ExecutionContext) {
+		ec.ModelCall(trace.ModelCall{Model: "gpt-4o", Usage: trace.Usage{InputTokens: 10, CostUSD: 0.5}})
+		ec.ModelCall(trace.ModelCall{Model: "mystery", Usage: trace.Usage{InputTokens: 10, CostUnknown: true}})
+	}))
+	if got.CostUSD != nil || got.LLMCalls == nil || *got.LLMCalls != 2 {
+		t.Errorf("CostUSD=%v LLMCalls=%v, want an unknown cost over 2 calls", got.CostUSD, got.LLMCalls)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/trace"
 )
 
@@ -35,7 +36,7 @@ func Tree(w io.Writer, recs []trace.Record, o Options) error {
 	if len(recs) > 0 {
 		st := trace.StatsOf(recs)
 		p.line("trace %s  %d records  %s  %s  %d tool calls  %d errors",
-			recs[0].TraceID, len(recs), tokens(st.InputTokens, st.OutputTokens), cost(st.CostUSD), st.ToolCalls, st.Errors)
+			recs[0].TraceID, len(recs), tokens(st.InputTokens, st.OutputTokens), price.Format(st.CostUSD, st.UnpricedCalls), st.ToolCalls, st.Errors)
 	}
 	for i, n := range roots {
 		p.node(n, "", i == len(roots)-1)
@@ -137,7 +138,9 @@ func (p *printer) describe(n *trace.Node) string {
 	if u := r.Usage; u.InputTokens != 0 || u.OutputTokens != 0 {
 		b.WriteString("  " + tokens(u.InputTokens, u.OutputTokens))
 	}
-	if r.Usage.CostUSD != 0 {
+	if r.Usage.CostUnknown {
+		b.WriteString("  cost unknown") // the model has no price: not $0
+	} else if r.Usage.CostUSD != 0 {
 		b.WriteString("  " + cost(r.Usage.CostUSD))
 	}
 	if r.Error != "" {

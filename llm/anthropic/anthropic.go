@@ -347,8 +347,8 @@ func (m *Model) response(msg *anthropic.Message) agent.Response {
 // reads and cache writes apart from input_tokens; trace.Usage counts
 // cached tokens as part of the input, so they are added in. trace.Usage
 // has no field for cache writes: they are priced at the cache write rate
-// and counted in InputTokens. A model the price table does not know has
-// CostUSD 0, meaning unknown (see package price).
+// and counted in InputTokens. A call to a model the price table does not
+// know has CostUnknown set: its cost is unknown, not $0 (see package price).
 func (m *Model) usage(model string, u anthropic.Usage) trace.Usage {
 	tu := trace.Usage{
 		Provider:        "anthropic",
@@ -362,12 +362,13 @@ func (m *Model) usage(model string, u anthropic.Usage) trace.Usage {
 	}
 	tok := price.Tokens{Input: tu.InputTokens, Output: tu.OutputTokens, CachedRead: tu.CachedTokens,
 		CacheWrite: u.CacheCreationInputTokens, Reasoning: tu.ReasoningTokens}
+	tu.CostUnknown = tu.InputTokens+tu.OutputTokens > 0 // until a price is found
 	for _, name := range []string{model, m.name} {
 		if name == "" {
 			continue
 		}
 		if c, ok := m.prices.Cost(name, tok); ok {
-			tu.CostUSD = c
+			tu.CostUSD, tu.CostUnknown = c, false
 			break
 		}
 	}

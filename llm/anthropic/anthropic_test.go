@@ -289,8 +289,8 @@ func TestUnknownModelCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Usage != (trace.Usage{Provider: "anthropic", InputTokens: 10, OutputTokens: 2}) {
-		t.Errorf("usage %+v: an unknown model's cost must stay unset (unknown)", resp.Usage)
+	if resp.Usage != (trace.Usage{Provider: "anthropic", InputTokens: 10, OutputTokens: 2, CostUnknown: true}) {
+		t.Errorf("usage %+v: an unknown model's cost must be marked unknown, not $0", resp.Usage)
 	}
 }
 

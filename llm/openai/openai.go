@@ -340,7 +340,8 @@ func (m *Model) check(resp agent.Response) error {
 // usage converts the server's usage and prices it. model is the name the
 // server answered with (often dated, e.g. gpt-4o-2024-08-06); when the
 // table does not know it, the configured name is tried. A model neither
-// name prices has CostUSD 0: unknown, see package price.
+// name prices, and that used tokens, has CostUnknown set: its cost is
+// unknown, not $0 (see package price).
 func (m *Model) usage(model string, u oai.CompletionUsage) trace.Usage {
 	tu := trace.Usage{
 		Provider:        m.provider,
@@ -351,12 +352,13 @@ func (m *Model) usage(model string, u oai.CompletionUsage) trace.Usage {
 	}
 	tok := price.Tokens{Input: tu.InputTokens, Output: tu.OutputTokens, CachedRead: tu.CachedTokens,
 		CacheWrite: u.PromptTokensDetails.CacheWriteTokens, Reasoning: tu.ReasoningTokens}
+	tu.CostUnknown = tu.InputTokens+tu.OutputTokens > 0 // until a price is found
 	for _, name := range []string{model, m.name} {
 		if name == "" {
 			continue
 		}
 		if c, ok := m.prices.Cost(name, tok); ok {
-			tu.CostUSD = c
+			tu.CostUSD, tu.CostUnknown = c, false
 			break
 		}
 	}

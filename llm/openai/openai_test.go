@@ -322,7 +322,7 @@ func TestGenerateNoStream(t *testing.T) {
 
 // A local server (Ollama's OpenAI-compatible endpoint) with a model the
 // price table does not know: tokens are recorded, the cost is unknown
-// (0, not a made-up price), and Ollama's "reasoning" field is thinking.
+// (marked unknown, not a made-up price or $0), and Ollama's "reasoning" field is thinking.
 func TestLocalServerUnknownCost(t *testing.T) {
 	s := newServer(t, reply{sse: []string{
 		`{"id":"chatcmpl-412","object":"chat.completion.chunk","created":1750000000,"model":"qwen3:8b","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":"Short."},"finish_reason":null}]}`,
@@ -338,7 +338,7 @@ func TestLocalServerUnknownCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := trace.Usage{Provider: "ollama", InputTokens: 12, OutputTokens: 3}
+	want := trace.Usage{Provider: "ollama", InputTokens: 12, OutputTokens: 3, CostUnknown: true}
 	if resp.Usage != want || resp.Content != "Hi." || resp.Thinking != "Short." || resp.FinishReason != "stop" {
 		t.Errorf("response %+v", resp)
 	}

@@ -50,7 +50,7 @@ import (
 type Script struct {
 	Model    string `yaml:"model"`    // the model name the calls report
 	Provider string `yaml:"provider"` // the provider in the calls' usage
-	Price    *Price `yaml:"price"`    // prices the calls without cost_usd; nil: they cost 0
+	Price    *Price `yaml:"price"`    // prices the calls without cost_usd; nil: calls with tokens have an unknown cost
 	Stream   bool   `yaml:"stream"`   // deliver each answer as deltas through Request.OnDelta
 	Turns    []Turn `yaml:"turns"`    // the answers, in the order they are played
 
@@ -329,6 +329,9 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 		resp.Usage.CostUSD = *t.CostUSD
 	case m.s.Price != nil:
 		resp.Usage.CostUSD = (float64(t.Usage.InputTokens)*m.s.Price.InputPerMTok + float64(t.Usage.OutputTokens)*m.s.Price.OutputPerMTok) / 1e6
+	default:
+		// No price: a call that used tokens has an unknown cost, not $0.
+		resp.Usage.CostUnknown = t.Usage.InputTokens+t.Usage.OutputTokens > 0
 	}
 	if len(t.ToolCalls) > 0 {
 		resp.ToolCalls = make([]agent.ToolCall, len(t.ToolCalls))

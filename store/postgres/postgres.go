@@ -48,7 +48,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -114,6 +114,10 @@ var migrations = []string{
 	CREATE TRIGGER records_tsv BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION loupe_records_tsv();`,
 	// 3: the records lost per trace, summed from its dropped markers.
 	`ALTER TABLE traces ADD COLUMN lost bigint NOT NULL DEFAULT 0;`,
+	// 4: the model calls of unknown cost (no price), beside the summed
+	// cost of the others. Records stored before have none.
+	`ALTER TABLE traces ADD COLUMN unpriced integer NOT NULL DEFAULT 0;
+	ALTER TABLE trace_models ADD COLUMN unpriced integer NOT NULL DEFAULT 0;`,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/storetest"
+	"github.com/loupe-dev/loupe/trace"
 )
 
 // TestMigrateFromV1 builds a store at schema version 1 with records in it,
@@ -63,5 +64,63 @@ func TestMigrateFromV1(t *testing.T) {
 	page, err := s.Search(ctx, store.Query{Words: []string{"another", "marmoset"}})
 	if err != nil || len(page.Hits) != 2 || page.Hits[0].Field != "output" {
 		t.Fatalf("search after migration: %+v, %v", page.Hits, err)
+	}
+}
+
+// TestMigrateFromV3 opens a store written at schema version 3 (before
+// unpriced calls were counted): its traces read as fully priced, as they
+// did, and calls of unknown cost appended after the upgrade are counted.
+func TestMigrateFromV3(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v3.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range migrations[:3] {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := storetest.Gen(storetest.Spec{Name: "old"})
+	if _, err := db.Exec("INSERT INTO meta VALUES ('schema_version', '3')"); err != nil {
+		t.Fatal(err)
+	}
+	// A summary row as version 3 wrote it.
+	if _, err := db.Exec("INSERT INTO traces (trace_id, name, started, last_time, status, model_calls, cost) VALUES (?, 'old', 1, 2, 'success', 2, 0.002)", old[0].TraceID[:]); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sum, err := s.List(ctx, store.ListQuery{})
+	if err != nil || len(sum.Traces) != 1 {
+		t.Fatalf("List: %+v, %v", sum, err)
+	}
+	if x := sum.Traces[0]; x.UnpricedCalls != 0 || !x.CostKnown() || x.CostUSD != 0.002 {
+		t.Errorf("old trace after migration: cost %v, %d unpriced; want 0.002, known", x.CostUSD, x.UnpricedCalls)
+	}
+	recs := storetest.Gen(storetest.Spec{Name: "new"})
+	for i := range recs {
+		if recs[i].Type == trace.TypeModelCall {
+			recs[i].Usage.CostUSD, recs[i].Usage.CostUnknown = 0, true
+		}
+	}
+	if _, err := s.Append(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Trace(ctx, recs[0].TraceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Summary.UnpricedCalls != tr.Summary.ModelCalls || tr.Summary.ModelCalls == 0 {
+		t.Errorf("new trace: %d unpriced of %d calls, want all", tr.Summary.UnpricedCalls, tr.Summary.ModelCalls)
 	}
 }

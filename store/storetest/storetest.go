@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ManyTracesOneBatch", testManyTraces},
 		{"Sink", testSink},
 		{"Incomplete", testIncomplete},
+		{"UnknownCost", testUnknownCost},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

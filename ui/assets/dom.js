@@ -47,7 +47,14 @@ export function fmtDur(ns) {
   return Math.floor(s / 60) + 'm' + Math.round(s % 60) + 's';
 }
 
-export function fmtCost(c) { return c ? '$' + c.toFixed(c < 0.01 ? 5 : 3) : ''; }
+// fmtCost writes a cost: unpriced counts the calls whose model has no
+// price (their cost is unknown), so the cost reads "$0.012 + ?" or
+// "unknown", never $0.
+export function fmtCost(c, unpriced) {
+  const known = c ? '$' + c.toFixed(c < 0.01 ? 5 : 3) : '';
+  if (!unpriced) return known;
+  return known ? known + ' + ?' : 'unknown';
+}
 export function fmtInt(n) { return n ? n.toLocaleString('en') : '0'; }
 export function fmtTime(t) {
   const d = new Date(t);

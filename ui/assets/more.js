@@ -40,7 +40,7 @@ export function dashboardPage(main, params) {
     const labels = buckets.map((_, i) => '-' + fmtDur((mins - i * step) * 60e9));
     charts.append(
       chart('Runs and runs with errors over time', columns(buckets.map(b => b.traces), buckets.map(b => b.error_traces), labels)),
-      chart('Cost by model', hbars(Object.entries(a.by_model || {}).map(([k, v]) => [k, v.cost_usd, fmtCost(v.cost_usd) + ` · ${fmtInt(v.input_tokens + v.output_tokens)} tokens`]))),
+      chart('Cost by model', hbars(Object.entries(a.by_model || {}).map(([k, v]) => [k, v.cost_usd, fmtCost(v.cost_usd, v.unpriced_calls) + ` · ${fmtInt(v.input_tokens + v.output_tokens)} tokens`]))),
       chart('Tokens by model', hbars(Object.entries(a.by_model || {}).map(([k, v]) => [k, v.input_tokens + v.output_tokens, `${fmtInt(v.input_tokens)} in · ${fmtInt(v.output_tokens)} out`]))),
       chart('Slowest tools (mean duration)', hbars(Object.entries(a.by_tool || {}).map(([k, v]) => [k, v.calls ? v.total_ns / v.calls : 0, fmtDur(v.calls ? v.total_ns / v.calls : 0) + ` · ${v.calls} calls`]))),
       chart('Most-failing tools', hbars(Object.entries(a.by_tool || {}).filter(([, v]) => v.errors).map(([k, v]) => [k, v.errors, `${v.errors} of ${v.calls} calls`]), true)));

@@ -103,7 +103,7 @@ async function load(main, id, params, signal, setStream) {
   main.append(el('div', { className: 'run-head' },
     el('h1', { title: clip(s.name, 1000) }, clip(s.name || '(unnamed)', 120)), status,
     el('span', { className: 'muted' }, fmtTime(s.started)), dur,
-    el('span', { className: 'muted' }, `${fmtInt(s.records)} records · ${fmtInt(s.iterations)} iterations · ${fmtInt(s.tool_calls)} tool calls · ${fmtInt(s.input_tokens + s.output_tokens)} tokens · ${fmtCost(s.cost_usd)}`),
+    el('span', { className: 'muted' }, `${fmtInt(s.records)} records · ${fmtInt(s.iterations)} iterations · ${fmtInt(s.tool_calls)} tool calls · ${fmtInt(s.input_tokens + s.output_tokens)} tokens · ${fmtCost(s.cost_usd, s.unpriced_calls)}`),
     s.errors ? el('span', { className: 'badge bad' }, `${s.errors} errors`) : '',
     s.incomplete ? el('span', { className: 'badge warn' }, s.lost_records ? `incomplete: ${s.lost_records} records lost` : 'incomplete') : '',
     el('code', { className: 'muted' }, s.trace_id)));
@@ -289,7 +289,7 @@ function spanDetails(n, m) {
     box.append(kv([
       ['name', clip(r.name, 300)], ['status', r.status], ['duration', r.duration_ns ? fmtDur(r.duration_ns) : ''],
       ['input tokens', u.input_tokens], ['output tokens', u.output_tokens], ['cached tokens', u.cached_tokens],
-      ['reasoning tokens', u.reasoning_tokens], ['cost', fmtCost(u.cost_usd)], ['provider', u.provider],
+      ['reasoning tokens', u.reasoning_tokens], ['cost', fmtCost(u.cost_usd, u.cost_unknown ? 1 : 0)], ['provider', u.provider],
       ['tags', (r.tags || []).join(' ')],
     ]));
     if (r.error) box.append(el('div', { className: 'errtext' }, clip(r.error, 20000)));
@@ -331,14 +331,14 @@ function statsView(st) {
   out.append(el('h3', {}, 'Run, with its child runs'), kv([
     ['records', fmtInt(st.records)], ['iterations', fmtInt(st.iterations)], ['model calls', fmtInt(st.model_calls)],
     ['input tokens', fmtInt(st.input_tokens)], ['output tokens', fmtInt(st.output_tokens)], ['cached tokens', fmtInt(st.cached_tokens)],
-    ['reasoning tokens', fmtInt(st.reasoning_tokens)], ['cost', fmtCost(st.cost_usd)], ['tool calls', fmtInt(st.tool_calls)],
+    ['reasoning tokens', fmtInt(st.reasoning_tokens)], ['cost', fmtCost(st.cost_usd, st.unpriced_calls)], ['tool calls', fmtInt(st.tool_calls)],
     ['errors', fmtInt(st.errors)], ['child runs', fmtInt(st.children)], ['guardrails', fmtInt(st.guardrails)],
   ]));
   const models = Object.entries(st.by_model || {});
   if (models.length) {
     out.append(el('h3', {}, 'By model'), el('table', { className: 'grid' },
       el('thead', {}, el('tr', {}, ['Model', 'Calls', 'Input', 'Output', 'Cached', 'Reasoning', 'Cost'].map(h => el('th', {}, h)))),
-      el('tbody', {}, models.map(([k, v]) => el('tr', {}, el('td', {}, clip(k, 100)), ...[v.calls, v.input_tokens, v.output_tokens, v.cached_tokens, v.reasoning_tokens].map(x => el('td', { className: 'num' }, fmtInt(x))), el('td', { className: 'num' }, fmtCost(v.cost_usd)))))));
+      el('tbody', {}, models.map(([k, v]) => el('tr', {}, el('td', {}, clip(k, 100)), ...[v.calls, v.input_tokens, v.output_tokens, v.cached_tokens, v.reasoning_tokens].map(x => el('td', { className: 'num' }, fmtInt(x))), el('td', { className: 'num' }, fmtCost(v.cost_usd, v.unpriced_calls)))))));
   }
   const tools = Object.entries(st.by_tool || {});
   if (tools.length) {

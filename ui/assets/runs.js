@@ -21,7 +21,7 @@ function row(t) {
     el('td', { className: 'num' }, fmtInt(t.iterations)),
     el('td', { className: 'num' }, fmtInt(t.tool_calls)),
     el('td', { className: 'num', title: `${t.input_tokens} in, ${t.output_tokens} out` }, fmtInt(tokens)),
-    el('td', { className: 'num' }, fmtCost(t.cost_usd)),
+    el('td', { className: 'num' }, fmtCost(t.cost_usd, t.unpriced_calls)),
     el('td', { className: 'num' + (t.errors ? ' errors' : '') }, t.errors ? el('span', { className: 'badge bad' }, String(t.errors)) : '0'),
     el('td', {}, lost ? el('span', { className: 'badge warn' }, lost) : ''),
     el('td', { className: 'muted' }, clip((t.tags || []).join(' '), 80)));

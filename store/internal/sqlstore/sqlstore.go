@@ -213,7 +213,7 @@ func decodeCursor(c string) (int64, string, error) {
 // that follows them in the statement.
 func summaryCols(b *Builder, cutoff int64) string {
 	return "t.trace_id, t.name, t.started, " + DurationExpr + ", " + statusExpr(b, cutoff) +
-		", t.records, t.iterations, t.model_calls, t.tool_calls, t.input_tokens, t.output_tokens, t.cost, t.errors, t.lost"
+		", t.records, t.iterations, t.model_calls, t.tool_calls, t.input_tokens, t.output_tokens, t.cost, t.unpriced, t.errors, t.lost"
 }
 
 func scanSummary(sc interface{ Scan(...any) error }) (store.Summary, error) {
@@ -221,7 +221,7 @@ func scanSummary(sc interface{ Scan(...any) error }) (store.Summary, error) {
 	var id []byte
 	var started, dur int64
 	if err := sc.Scan(&id, &s.Name, &started, &dur, &s.Status, &s.Records, &s.Iterations, &s.ModelCalls, &s.ToolCalls,
-		&s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.Errors, &s.Lost); err != nil {
+		&s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.UnpricedCalls, &s.Errors, &s.Lost); err != nil {
 		return s, err
 	}
 	s.Incomplete = s.Lost > 0 || s.Status == store.StatusIncomplete
@@ -677,7 +677,7 @@ func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggr
 		a.ErrorRate = float64(a.ErrorTraces) / float64(a.Traces)
 	}
 	rows, err := db.SQL.QueryContext(ctx, "SELECT m.model, CAST(SUM(m.calls) AS BIGINT), CAST(SUM(m.errors) AS BIGINT), CAST(SUM(m.input_tokens) AS BIGINT), CAST(SUM(m.output_tokens) AS BIGINT), "+
-		"CAST(SUM(m.cached_tokens) AS BIGINT), CAST(SUM(m.reasoning_tokens) AS BIGINT), SUM(m.cost) "+
+		"CAST(SUM(m.cached_tokens) AS BIGINT), CAST(SUM(m.reasoning_tokens) AS BIGINT), SUM(m.cost), CAST(SUM(m.unpriced) AS BIGINT) "+
 		"FROM trace_models m JOIN traces t ON t.trace_id = m.trace_id"+w+" GROUP BY m.model", b.Args...)
 	if err != nil {
 		return a, err
@@ -685,7 +685,7 @@ func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggr
 	for rows.Next() {
 		var name string
 		var m trace.ModelStats
-		if err := rows.Scan(&name, &m.Calls, &m.Errors, &m.InputTokens, &m.OutputTokens, &m.CachedTokens, &m.ReasoningTokens, &m.CostUSD); err != nil {
+		if err := rows.Scan(&name, &m.Calls, &m.Errors, &m.InputTokens, &m.OutputTokens, &m.CachedTokens, &m.ReasoningTokens, &m.CostUSD, &m.UnpricedCalls); err != nil {
 			rows.Close()
 			return a, err
 		}
@@ -876,7 +876,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		least, greatest = "LEAST", "GREATEST"
 	}
 	traceSQL := "INSERT INTO traces AS t (trace_id, name, started, last_time, run_duration, status, records, iterations, model_calls, tool_calls, " +
-		"input_tokens, output_tokens, cost, errors, lost) VALUES %s ON CONFLICT (trace_id) DO UPDATE SET " +
+		"input_tokens, output_tokens, cost, unpriced, errors, lost) VALUES %s ON CONFLICT (trace_id) DO UPDATE SET " +
 		"name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE t.name END, " +
 		"started = " + least + "(t.started, excluded.started), last_time = " + greatest + "(t.last_time, excluded.last_time), " +
 		"run_duration = COALESCE(excluded.run_duration, t.run_duration), " +
@@ -884,11 +884,12 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		"records = t.records + excluded.records, iterations = t.iterations + excluded.iterations, " +
 		"model_calls = t.model_calls + excluded.model_calls, tool_calls = t.tool_calls + excluded.tool_calls, " +
 		"input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens, " +
-		"cost = t.cost + excluded.cost, errors = t.errors + excluded.errors, lost = t.lost + excluded.lost"
-	modelSQL := "INSERT INTO trace_models AS m (trace_id, model, calls, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost) " +
+		"cost = t.cost + excluded.cost, unpriced = t.unpriced + excluded.unpriced, errors = t.errors + excluded.errors, lost = t.lost + excluded.lost"
+	modelSQL := "INSERT INTO trace_models AS m (trace_id, model, calls, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost, unpriced) " +
 		"VALUES %s ON CONFLICT (trace_id, model) DO UPDATE SET calls = m.calls + excluded.calls, errors = m.errors + excluded.errors, " +
 		"input_tokens = m.input_tokens + excluded.input_tokens, output_tokens = m.output_tokens + excluded.output_tokens, " +
-		"cached_tokens = m.cached_tokens + excluded.cached_tokens, reasoning_tokens = m.reasoning_tokens + excluded.reasoning_tokens, cost = m.cost + excluded.cost"
+		"cached_tokens = m.cached_tokens + excluded.cached_tokens, reasoning_tokens = m.reasoning_tokens + excluded.reasoning_tokens, cost = m.cost + excluded.cost, " +
+		"unpriced = m.unpriced + excluded.unpriced"
 	toolSQL := "INSERT INTO trace_tools AS o (trace_id, tool, calls, errors, total_ns) VALUES %s ON CONFLICT (trace_id, tool) DO UPDATE SET " +
 		"calls = o.calls + excluded.calls, errors = o.errors + excluded.errors, total_ns = o.total_ns + excluded.total_ns"
 	tagSQL := "INSERT INTO trace_tags (trace_id, tag) VALUES %s ON CONFLICT DO NOTHING"
@@ -897,7 +898,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 	// (trace, tool) or (trace, tag) occurs once in ds, so no statement
 	// touches a row twice (which PostgreSQL refuses).
 	var traces, models, tools, tags rowSet
-	traces.cols, models.cols, tools.cols, tags.cols = 15, 9, 5, 2
+	traces.cols, models.cols, tools.cols, tags.cols = 16, 10, 5, 2
 	for _, t := range ds {
 		s := &t.Stats
 		status := t.Status
@@ -909,10 +910,10 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 			runDur = t.RunDur.Int64
 		}
 		traces.add(t.ID[:], t.Name, t.Started, t.Last, runDur, status, s.Records, s.Iterations, s.ModelCalls, s.ToolCalls,
-			s.InputTokens, s.OutputTokens, s.CostUSD, s.Errors, t.Lost)
+			s.InputTokens, s.OutputTokens, s.CostUSD, s.UnpricedCalls, s.Errors, t.Lost)
 		for _, name := range sortedKeys(s.ByModel) {
 			m := s.ByModel[name]
-			models.add(t.ID[:], name, m.Calls, m.Errors, m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens, m.CostUSD)
+			models.add(t.ID[:], name, m.Calls, m.Errors, m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens, m.CostUSD, m.UnpricedCalls)
 		}
 		for _, name := range sortedKeys(s.ByTool) {
 			o := s.ByTool[name]

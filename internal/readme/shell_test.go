@@ -1,0 +1,366 @@
+package readme_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/loupe-dev/loupe/internal/testrepo"
+)
+
+// shellLine is one command of a ```sh block of README.md.
+type shellLine struct {
+	cmd  string // the command, without its trailing comment
+	line int    // its line in README.md
+}
+
+// shellLines returns the commands of the ```sh blocks of markdown: one per
+// line, blank lines and comments left out.
+func shellLines(markdown string) []shellLine {
+	var out []shellLine
+	in := false
+	for i, l := range strings.Split(markdown, "\n") {
+		switch {
+		case !in && strings.TrimSpace(l) == "```sh":
+			in = true
+		case in && strings.TrimSpace(l) == "```":
+			in = false
+		case in:
+			if c := stripComment(l); c != "" {
+				out = append(out, shellLine{cmd: c, line: i + 1})
+			}
+		}
+	}
+	return out
+}
+
+// stripComment removes a trailing "# …" comment that is outside quotes.
+func stripComment(l string) string {
+	var quote rune
+	for i, r := range l {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '#' && (i == 0 || l[i-1] == ' ' || l[i-1] == '\t'):
+			return strings.TrimSpace(l[:i])
+		}
+	}
+	return strings.TrimSpace(l)
+}
+
+// step says what the test does with one README command.
+type step struct {
+	skip  string   // non-empty: not run, for this reason
+	dir   string   // "checkout": run from the repository root; default the temp dir
+	want  []string // substrings of the standard output (the output the README shows or describes)
+	files []string // files the command must leave in the temp dir
+	serve bool     // a collector: started, checked, left running for the next commands
+	after string   // run after the command so that the commands after it find what they show
+}
+
+// readmeCommands lists every command of README.md's ```sh blocks, exactly
+// as printed, with what the test does with it. A command added to or
+// changed in the README without a line here fails the test, and so does a
+// line here that the README no longer has.
+var readmeCommands = map[string]step{
+	// Quick start.
+	"go run ./cmd/loupe demo": {want: []string{"answer: ", "see it again with: loupe traces show "}, files: []string{"loupe-demo.jsonl"}},
+	"./scripts/test.sh":       {skip: "the whole test suite (this test included) and it installs system packages; CI runs it"},
+	// Install.
+	"go install github.com/loupe-dev/loupe/cmd/loupe@latest": {skip: "needs the network (the Go module proxy) and a published release; the next line installs from this checkout"},
+	"go install ./cmd/loupe":                                 {dir: "checkout", files: []string{"gobin/loupe"}},
+	"loupe version":                                          {want: []string{"loupe "}},
+	// Storing and browsing traces (README ids stand for the demo's trace).
+	"loupe traces ls":                     {want: []string{"ID", "NAME", "STARTED", "DURATION", "STATUS", "STEPS", "TOOLS", "TOKENS", "COST", "demo"}},
+	"loupe traces show 2d9e96bf87fe --io": {want: []string{"demo", "in: ", "out: ", "tool clock"}},
+	`loupe traces search 'tool:clock type:tool.error since:24h "time zone"'`: {want: []string{"tool.error clock", "time zone"}},
+	"loupe traces export --since 24h -o last-day.jsonl":                      {files: []string{"last-day.jsonl"}},
+	"loupe traces import run.jsonl static-trace.json session.trace.json otel-traces.jsonl": {
+		want: []string{"run.jsonl: loupe", "static-trace.json: agentv", "session.trace.json: omni", "otel-traces.jsonl: otel-jsonl"}},
+	"loupe traces rm 2d9e96bf87fe":                            {after: "loupe traces import run.jsonl"},
+	"loupe traces prune --older-than 720h":                    {},
+	"loupe --db postgres://loupe@db.internal/loupe traces ls": {skip: "needs a PostgreSQL server (run with LOUPE_TEST_POSTGRES set to run it against that one)"},
+	// Send traces from any agent.
+	"loupe serve": {serve: true},
+	"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py":                                {skip: "my_agent.py is the reader's own agent"},
+	"curl -s 'http://127.0.0.1:4318/api/v1/traces?since=24h&tool=search&limit=20'":                        {want: []string{`"traces":`}},
+	"curl -s 'http://127.0.0.1:4318/api/v1/search' --data-urlencode 'q=type:tool.error \"time zone\"' -G": {want: []string{`"type":"tool.error"`}},
+	"curl -s  http://127.0.0.1:4318/api/v1/traces/2d9e96bf87fe":                                           {want: []string{`"summary":`, `"name":"demo"`}},
+	"curl -s 'http://127.0.0.1:4318/api/v1/aggregates?since=7d'":                                          {want: []string{`"by_model":`, `"demo-model"`}},
+	"curl -s  http://127.0.0.1:4318/api/v1/evaluations":                                                   {want: []string{`"traces":`}}, // loupe eval runs are traces tagged loupe:eval
+	"curl -N  http://127.0.0.1:4318/api/v1/stream":                                                        {skip: "a live stream does not end; the server's tests read it"},
+	"curl -N  http://127.0.0.1:4318/api/v1/traces/<trace id>/stream":                                      {skip: "a live stream does not end; the server's tests read it"},
+	"curl -s -X DELETE http://127.0.0.1:4318/api/v1/traces/<trace id>":                                    {want: []string{`"deleted":1`}},
+	"curl -s --data-binary @run.jsonl http://127.0.0.1:4318/v1/records":                                   {want: []string{`"accepted":42`, `"added":42`}},
+	"loupe keys create --scope ingest":                                                                    {want: []string{"lk_"}},
+	"loupe keys create --scope read":                                                                      {want: []string{"lk_"}},
+	"loupe keys ls ; loupe keys revoke <id>":                                                              {want: []string{"ID", "SCOPE", "ingest", "read"}},
+	`OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer lk_…" python my_agent.py`:                           {skip: "my_agent.py is the reader's own agent"},
+	// Look at runs in a browser.
+	"loupe demo": {want: []string{"answer: "}},
+}
+
+// TestREADMEShellCommands runs the commands of README.md's ```sh blocks,
+// in order, as a reader would after cloning: against a loupe built from
+// this checkout and put first on PATH, in a temporary folder that is also
+// HOME and holds the store. It checks each exit status and, where the
+// README shows or describes output, its key lines. Commands that need the
+// network, a server that cannot be started here, or the reader's own
+// program are listed as skipped with the reason (see readmeCommands).
+//
+// The README's example ids (2d9e96bf87fe, <trace id>, <id>) are replaced
+// by the demo's trace and the key just created; `go run ./cmd/loupe` runs
+// the binary built from the same package; `loupe serve` listens on a free
+// port instead of 4318 (which another process may hold), and the curl
+// commands are pointed at it.
+func TestREADMEShellCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds loupe and runs the README's commands; skipped with -short")
+	}
+	root := testrepo.Root(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := shellLines(string(b))
+	seen := map[string]bool{}
+	for _, l := range lines {
+		seen[l.cmd] = true
+		if _, ok := readmeCommands[l.cmd]; !ok {
+			t.Errorf("README.md:%d: %q is not in readmeCommands: add it (run it, or skip it with the reason)", l.line, l.cmd)
+		}
+	}
+	for c := range readmeCommands {
+		if !seen[c] {
+			t.Errorf("readmeCommands has %q, which README.md no longer shows: remove it", c)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "bin")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "loupe"), "./cmd/loupe")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/loupe: %v\n%s", err, out)
+	}
+	// The inputs of the import line: the demo's own JSONL (written below)
+	// and real files of other tools.
+	for name, real := range map[string]string{
+		"static-trace.json":  "agentv/static-trace.json",
+		"session.trace.json": "omni/session_rag_demo.trace.json",
+		"otel-traces.jsonl":  "fragola/otel-traces.jsonl",
+	} {
+		data, err := os.ReadFile(testrepo.Real(t, real))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := readerEnv(tmp, bin)
+
+	var (
+		traceID string // the demo's trace, full
+		keyID   string // the last key created
+		srv     *server
+	)
+	t.Cleanup(func() { srv.stop(t) })
+	for _, l := range lines {
+		st := readmeCommands[l.cmd]
+		name := fmt.Sprintf("README.md:%d %s", l.line, l.cmd)
+		cmd := l.cmd
+		if dsn := os.Getenv("LOUPE_TEST_POSTGRES"); dsn != "" && strings.Contains(cmd, "postgres://loupe@db.internal/loupe") {
+			st.skip, cmd = "", strings.Replace(cmd, "postgres://loupe@db.internal/loupe", dsn, 1)
+		}
+		if st.skip != "" {
+			t.Logf("skipped %s: %s", name, st.skip)
+			continue
+		}
+		cmd = strings.Replace(cmd, "go run ./cmd/loupe", "loupe", 1)
+		if traceID != "" {
+			cmd = strings.ReplaceAll(cmd, "2d9e96bf87fe", traceID[:12])
+			cmd = strings.ReplaceAll(cmd, "<trace id>", traceID)
+		}
+		cmd = strings.ReplaceAll(cmd, "<id>", keyID)
+		if srv != nil {
+			cmd = strings.ReplaceAll(cmd, "127.0.0.1:4318", srv.addr)
+		}
+		if st.serve {
+			srv.stop(t)
+			srv = startServer(t, tmp, env, cmd+" --addr 127.0.0.1:0")
+			continue
+		}
+		if strings.HasPrefix(cmd, "curl ") && srv == nil {
+			t.Fatalf("%s: no collector is running (the README starts one with loupe serve before)", name)
+		}
+		dir := tmp
+		if st.dir == "checkout" {
+			dir = root
+		}
+		stdout, stderr, err := runShell(dir, env, cmd)
+		if err != nil {
+			t.Errorf("%s: %v\nstdout:\n%s\nstderr:\n%s", name, err, stdout, stderr)
+			continue
+		}
+		for _, w := range st.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%s: output lacks %q:\n%s", name, w, stdout)
+			}
+		}
+		for _, f := range st.files {
+			if _, err := os.Stat(filepath.Join(tmp, f)); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		// What later commands need from this one.
+		if m := regexp.MustCompile(`trace ([0-9a-f]{32}): `).FindStringSubmatch(stdout); m != nil {
+			traceID = m[1]
+			// The demo's hint must work as printed.
+			hint := regexp.MustCompile(`see it again with: (loupe traces show [0-9a-f]+)`).FindStringSubmatch(stdout)
+			if hint == nil {
+				t.Errorf("%s: no \"see it again with\" hint naming loupe:\n%s", name, stdout)
+			} else if out, errOut, err := runShell(tmp, env, hint[1]); err != nil || !strings.Contains(out, traceID) {
+				t.Errorf("the demo's hint %q: %v\n%s%s", hint[1], err, out, errOut)
+			}
+			data, err := os.ReadFile(filepath.Join(tmp, "loupe-demo.jsonl"))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(tmp, "run.jsonl"), data, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m := regexp.MustCompile(`^lk_([0-9a-f]+)_`).FindStringSubmatch(stdout); m != nil {
+			keyID = m[1]
+		}
+		if st.after != "" {
+			if out, errOut, err := runShell(tmp, env, st.after); err != nil {
+				t.Fatalf("%s, then %s: %v\n%s%s", name, st.after, err, out, errOut)
+			}
+		}
+	}
+}
+
+// readerEnv is the environment of a reader on a fresh machine: HOME and
+// the store in tmp, the loupe just built first on PATH, go install writing
+// to tmp/gobin, and no Loupe settings inherited from this process.
+func readerEnv(tmp, bin string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "LOUPE_") || strings.HasPrefix(k, "XDG_") || k == "HOME" || k == "PATH" || k == "GOBIN" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	gocache, _ := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	vals := strings.Fields(string(gocache))
+	if len(vals) == 3 { // keep the caches: HOME moved, the compiled packages did not
+		env = append(env, "GOCACHE="+vals[0], "GOMODCACHE="+vals[1], "GOPATH="+vals[2])
+	}
+	return append(env, "HOME="+tmp, "XDG_DATA_HOME="+filepath.Join(tmp, "data"), "XDG_CONFIG_HOME="+filepath.Join(tmp, "config"),
+		"GOBIN="+filepath.Join(tmp, "gobin"), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// runShell runs cmd with bash in dir and returns its output.
+func runShell(dir string, env []string, cmd string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", "-c", cmd)
+	c.Dir, c.Env = dir, env
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	err := c.Run()
+	return out.String(), errOut.String(), err
+}
+
+// server is a running `loupe serve`.
+type server struct {
+	cmd     *exec.Cmd
+	addr    string
+	done    chan error
+	stopped bool
+}
+
+// startServer starts cmd (a loupe serve line) in dir and waits until it
+// says where it listens, then checks that it answers.
+func startServer(t *testing.T, dir string, env []string, cmd string) *server {
+	t.Helper()
+	c := exec.Command("bash", "-c", "exec "+cmd)
+	c.Dir, c.Env = dir, env
+	stderr, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: c, done: make(chan error, 1)}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`listening on http://(\S+?),`).FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		s.done <- c.Wait()
+	}()
+	select {
+	case s.addr = <-found:
+	case err := <-s.done:
+		t.Fatalf("%s exited before listening: %v", cmd, err)
+	case <-time.After(30 * time.Second):
+		c.Process.Kill()
+		t.Fatalf("%s did not say where it listens within 30s", cmd)
+	}
+	out, errOut, err := runShell(dir, env, "curl -sf http://"+s.addr+"/")
+	if err != nil || !strings.Contains(strings.ToLower(out), "<!doctype html>") {
+		t.Errorf("%s: GET / (the web UI): %v\n%s%s", cmd, err, firstN(out, 300), errOut)
+	}
+	return s
+}
+
+// stop interrupts the server, as Ctrl-C does, and checks it exits cleanly.
+func (s *server) stop(t *testing.T) {
+	if s == nil || s.stopped {
+		return
+	}
+	s.stopped = true
+	s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("loupe serve after SIGINT: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		t.Errorf("loupe serve did not stop within 30s of SIGINT")
+	}
+}
+
+func firstN(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
