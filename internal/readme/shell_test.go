@@ -110,6 +110,14 @@ var readmeCommands = map[string]step{
 	"loupe keys create --scope read":                                                                      {want: []string{"lk_"}},
 	"loupe keys ls ; loupe keys revoke <id>":                                                              {want: []string{"ID", "SCOPE", "ingest", "read"}},
 	`OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer lk_…" python my_agent.py`:                           {skip: "my_agent.py is the reader's own agent"},
+	// Replay a run (the README's second id stands for the branch the line before it stores).
+	"loupe replay 2d9e96bf87fe": {want: []string{"no divergence"}},
+	`loupe replay 2d9e96bf87fe --from-step 3 --model scripted:turns.yaml --system "Answer in one sentence."`: {want: []string{"new run: ", "replay-of:"}},
+	"loupe traces diff 2d9e96bf87fe 7c01d2a9e4b3":                                                            {want: []string{"≠"}},
+	// Pipelines (the files are the real ones of the checkout).
+	"loupe pipeline validate testdata/real/omni/*.yaml testdata/real/ultrarag/*.yaml":      {dir: "checkout", want: []string{"demo-loop.yaml: valid (omni)", "vanilla_rag.yaml: valid (ultrarag)"}},
+	"loupe pipeline graph testdata/real/omni/ultrarag_complex.yaml":                        {dir: "checkout", want: []string{"flowchart"}},
+	`loupe pipeline run testdata/real/omni/demo-loop.yaml --param topic="typed languages"`: {dir: "checkout", want: []string{"tool generator.analyze", "branch check_quality", "memory pool:"}},
 	// Look at runs in a browser.
 	"loupe demo": {want: []string{"answer: "}},
 }
@@ -122,8 +130,9 @@ var readmeCommands = map[string]step{
 // network, a server that cannot be started here, or the reader's own
 // program are listed as skipped with the reason (see readmeCommands).
 //
-// The README's example ids (2d9e96bf87fe, <trace id>, <id>) are replaced
-// by the demo's trace and the key just created; `go run ./cmd/loupe` runs
+// The README's example ids (2d9e96bf87fe, <trace id>, <id>, 7c01d2a9e4b3)
+// are replaced by the demo's trace, the key just created and the run a
+// replay branch stored; `go run ./cmd/loupe` runs
 // the binary built from the same package; `loupe serve` listens on a free
 // port instead of 4318 (which another process may hold), and the curl
 // commands are pointed at it.
@@ -166,7 +175,14 @@ func TestREADMEShellCommands(t *testing.T) {
 		"static-trace.json":  "agentv/static-trace.json",
 		"session.trace.json": "omni/session_rag_demo.trace.json",
 		"otel-traces.jsonl":  "fragola/otel-traces.jsonl",
+		"turns.yaml":         "", // the live model of the replay branch
 	} {
+		if real == "" {
+			if err := os.WriteFile(filepath.Join(tmp, name), []byte("model: branch-model\nturns:\n  - answer: It is 409.8.\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		data, err := os.ReadFile(testrepo.Real(t, real))
 		if err != nil {
 			t.Fatal(err)
@@ -178,9 +194,10 @@ func TestREADMEShellCommands(t *testing.T) {
 	env := readerEnv(tmp, bin)
 
 	var (
-		traceID string // the demo's trace, full
-		keyID   string // the last key created
-		srv     *server
+		traceID  string // the demo's trace, full
+		branchID string // the run a replay branch stored, full
+		keyID    string // the last key created
+		srv      *server
 	)
 	t.Cleanup(func() { srv.stop(t) })
 	for _, l := range lines {
@@ -198,6 +215,9 @@ func TestREADMEShellCommands(t *testing.T) {
 		if traceID != "" {
 			cmd = strings.ReplaceAll(cmd, "2d9e96bf87fe", traceID[:12])
 			cmd = strings.ReplaceAll(cmd, "<trace id>", traceID)
+		}
+		if branchID != "" {
+			cmd = strings.ReplaceAll(cmd, "7c01d2a9e4b3", branchID[:12])
 		}
 		cmd = strings.ReplaceAll(cmd, "<id>", keyID)
 		if srv != nil {
@@ -247,6 +267,9 @@ func TestREADMEShellCommands(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+		}
+		if m := regexp.MustCompile(`new run: ([0-9a-f]{32})`).FindStringSubmatch(stdout); m != nil {
+			branchID = m[1]
 		}
 		if m := regexp.MustCompile(`^lk_([0-9a-f]+)_`).FindStringSubmatch(stdout); m != nil {
 			keyID = m[1]
