@@ -161,6 +161,8 @@ func TestLimits(t *testing.T) {
 		{"max tool calls per tool", agent.Limits{MaxToolCallsPerTool: map[string]int{"add": 1}}, loopScript(5, "{input_tokens: 1}"), nil, false, trace.TerminationLimitExceeded, "max_tool_calls:add", 1},
 		{"max tokens", agent.Limits{MaxTokens: 250}, loopScript(5, "{input_tokens: 100, output_tokens: 20}"), nil, false, trace.TerminationLimitExceeded, "max_tokens", 4},
 		{"max cost", agent.Limits{MaxCostUSD: 0.0015}, strings.Replace(loopScript(5, "{input_tokens: 100}"), "model: m\n", "model: m\nprice: {input_per_mtok: 10}\n", 1), nil, false, trace.TerminationLimitExceeded, "max_cost_usd", 2},
+		// A model with no price: the budget cannot be kept, so the first call stops the run.
+		{"max cost, unpriced model", agent.Limits{MaxCostUSD: 1}, loopScript(5, "{input_tokens: 100}"), nil, false, trace.TerminationLimitExceeded, "max_cost_usd", 0},
 		{"timeout", agent.Limits{Timeout: 30 * time.Millisecond}, "turns:\n  - tool_calls: [{name: wait}]\n  - answer: never\n", []agent.Tool{waitTool()}, false, trace.TerminationTimeout, "timeout", 1},
 		{"context canceled", agent.Limits{}, "turns:\n  - tool_calls: [{name: wait}]\n  - answer: never\n", []agent.Tool{waitTool()}, true, trace.TerminationContextCanceled, "context_canceled", 1},
 	}

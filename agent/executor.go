@@ -61,6 +61,8 @@ type Starter interface {
 // Limits bound a run. A zero field means no limit. When a limit is hit
 // the run records a guardrail record naming it (rule = the limit's name,
 // action "abort") and ends with the termination reason listed below.
+// MaxCostUSD is also hit by a model call whose cost is unknown (its model
+// has no price; see trace.Usage.CostUnknown): the budget could not be kept.
 type Limits struct {
 	MaxIterations       int            // "max_iterations" → max_iterations
 	MaxToolCalls        int            // "max_tool_calls" → limit_exceeded
@@ -470,12 +472,21 @@ func (r *run) checkBudget() error {
 	return nil
 }
 
-// spend adds a model call's usage to this run and the runs it is nested
-// in, and returns the limit error if that exceeded a budget.
-func (r *run) spend(u trace.Usage) error {
+// spend adds model's call usage to this run and the runs it is nested
+// in, and returns the limit error if that exceeded a budget. A call of
+// unknown cost (its model has no price) stops a run that has a cost
+// budget: the budget could no longer be kept, and a budget that silently
+// stops counting is worse than none.
+func (r *run) spend(model string, u trace.Usage) error {
 	var first error
 	for x := r; x != nil; x = x.parent {
-		if err := x.budget(u.InputTokens+u.OutputTokens, u.CostUSD); err != nil && first == nil {
+		err := x.budget(u.InputTokens+u.OutputTokens, u.CostUSD)
+		if err == nil && u.CostUnknown && x.exec.Limits.MaxCostUSD > 0 {
+			err = x.limit(&LimitError{Rule: "max_cost_usd", Reason: trace.TerminationLimitExceeded,
+				Msg: fmt.Sprintf("max_cost_usd: model %q has no price, so the run's cost budget of $%.6f cannot be kept; price it in a price file (LOUPE_PRICES; all prices 0 for a free local model) or drop the cost limit", model, x.exec.Limits.MaxCostUSD)},
+				map[string]any{"limit": x.exec.Limits.MaxCostUSD, "model": model, "cost_unknown": true})
+		}
+		if err != nil && first == nil {
 			first = err
 		}
 	}

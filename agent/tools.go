@@ -376,7 +376,7 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 		if err != nil {
 			err = r.ctxErr(ctx, err)
 		} else {
-			err = r.spend(resp.Usage)
+			err = r.spend(name, resp.Usage)
 		}
 	}
 	if hooks {
