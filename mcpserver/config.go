@@ -1,8 +1,8 @@
 package mcpserver
 
 import (
-	"errors"
 	"fmt"
+	"github.com/loupe-dev/loupe/internal/yamlpos"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 )
 
 // Config is what `loupe mcp --config FILE` reads: what the
@@ -114,9 +111,9 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 	if filename == "" {
 		filename = "config"
 	}
-	f, err := parseYAML(data)
+	f, err := yamlpos.Parse(data)
 	if err != nil {
-		return nil, yamlError(filename, err)
+		return nil, yamlpos.Error(filename, err)
 	}
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
 		return nil, fmt.Errorf("%s:1:1: the config is empty; write \"agent:\" (model, system, tools, limits, mcp_servers) or \"pipeline: FILE\"", filename)
@@ -125,13 +122,13 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 		return nil, fmt.Errorf("%s: the config holds %d YAML documents; write one", filename, len(f.Docs))
 	}
 	c := &Config{File: filename, where: map[string]string{}}
-	if err := decode(f.Docs[0].Body, c); err != nil {
-		return nil, yamlError(filename, err)
+	if err := yamlpos.Decode(f.Docs[0].Body, c); err != nil {
+		return nil, yamlpos.Error(filename, err)
 	}
 	at := func(path string) string {
 		if p, err := yaml.PathString(path); err == nil {
 			if n, err := p.FilterFile(f); err == nil && n != nil {
-				if pos := nodePos(n); pos != nil {
+				if pos := yamlpos.NodePos(n); pos != nil {
 					return fmt.Sprintf("%s:%d:%d", filename, pos.Line, pos.Column)
 				}
 			}
@@ -248,58 +245,4 @@ func (c *Config) modelSpec() string {
 		return "scripted:" + c.Resolve(p)
 	}
 	return spec
-}
-
-// parseYAML is parser.ParseBytes with a panic turned into an error: go-yaml
-// panics on some malformed input, and bad input must not crash the server.
-func parseYAML(data []byte) (f *ast.File, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("the YAML is malformed and could not be parsed (go-yaml: %v)", p)
-		}
-	}()
-	return parser.ParseBytes(data, 0)
-}
-
-// decode decodes body into c, rejecting unknown keys, with a panic turned
-// into an error (see parseYAML).
-func decode(body ast.Node, c *Config) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("the YAML is malformed and could not be decoded (go-yaml: %v); check the indentation and tags", p)
-		}
-	}()
-	return yaml.NodeToValue(body, c, yaml.DisallowUnknownField())
-}
-
-// nodePos returns where n begins: for a mapping, its first key rather
-// than the ":" go-yaml reports.
-func nodePos(n ast.Node) *token.Position {
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		if m.IsFlowStyle && m.Start != nil {
-			return m.Start.Position
-		}
-		if len(m.Values) > 0 {
-			return nodePos(m.Values[0])
-		}
-	case *ast.MappingValueNode:
-		return nodePos(m.Key)
-	}
-	if tk := n.GetToken(); tk != nil {
-		return tk.Position
-	}
-	return nil
-}
-
-// yamlError puts the position of a go-yaml error in front of its message.
-func yamlError(filename string, err error) error {
-	var ye yaml.Error
-	if errors.As(err, &ye) {
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-			return fmt.Errorf("%s:%d:%d: %s", filename, tk.Position.Line, tk.Position.Column, ye.GetMessage())
-		}
-		return fmt.Errorf("%s: %s", filename, ye.GetMessage())
-	}
-	return fmt.Errorf("%s: %v", filename, err)
 }

@@ -33,14 +33,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/loupe-dev/loupe/internal/yamlpos"
 	"os"
 	"strings"
 	"sync"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -109,9 +107,9 @@ func Parse(data []byte, filename string) (*Script, error) {
 	if filename == "" {
 		filename = "script"
 	}
-	f, err := parseYAML(data)
+	f, err := yamlpos.Parse(data)
 	if err != nil {
-		return nil, yamlError(filename, err)
+		return nil, yamlpos.Error(filename, err)
 	}
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
 		return nil, fmt.Errorf("%s:1:1: the script is empty; it needs at least \"turns:\" with one turn", filename)
@@ -120,14 +118,14 @@ func Parse(data []byte, filename string) (*Script, error) {
 		return nil, fmt.Errorf("%s: the script holds %d YAML documents; write one", filename, len(f.Docs))
 	}
 	s := &Script{file: filename}
-	if err := decode(f.Docs[0].Body, s); err != nil {
-		return nil, yamlError(filename, err)
+	if err := yamlpos.Decode(f.Docs[0].Body, s); err != nil {
+		return nil, yamlpos.Error(filename, err)
 	}
 	at := func(path string) string {
 		p, err := yaml.PathString(path)
 		if err == nil {
 			if n, err := p.FilterFile(f); err == nil && n != nil {
-				if pos := nodePos(n); pos != nil {
+				if pos := yamlpos.NodePos(n); pos != nil {
 					return fmt.Sprintf("%s:%d:%d", filename, pos.Line, pos.Column)
 				}
 			}
@@ -193,61 +191,6 @@ func Parse(data []byte, filename string) (*Script, error) {
 		}
 	}
 	return s, nil
-}
-
-// parseYAML is parser.ParseBytes with a panic turned into an error (see
-// decode).
-func parseYAML(data []byte) (f *ast.File, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("the YAML is malformed and could not be parsed (go-yaml: %v)", p)
-		}
-	}()
-	return parser.ParseBytes(data, 0)
-}
-
-// decode decodes body into s. go-yaml v1.19.2 panics on some malformed
-// input (a tag with no value inside a sequence, found by FuzzParse); the
-// panic becomes an error, since bad input must never crash the caller.
-func decode(body ast.Node, s *Script) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("the YAML is malformed and could not be decoded (go-yaml: %v); check the indentation and tags", p)
-		}
-	}()
-	return yaml.NodeToValue(body, s, yaml.DisallowUnknownField())
-}
-
-// nodePos returns where n begins: for a mapping, its first key rather
-// than the ":" go-yaml reports.
-func nodePos(n ast.Node) *token.Position {
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		if m.IsFlowStyle && m.Start != nil {
-			return m.Start.Position
-		}
-		if len(m.Values) > 0 {
-			return nodePos(m.Values[0])
-		}
-	case *ast.MappingValueNode:
-		return nodePos(m.Key)
-	}
-	if tk := n.GetToken(); tk != nil {
-		return tk.Position
-	}
-	return nil
-}
-
-// yamlError puts the position of a go-yaml error in front of its message.
-func yamlError(filename string, err error) error {
-	var ye yaml.Error
-	if errors.As(err, &ye) {
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-			return fmt.Errorf("%s:%d:%d: %s", filename, tk.Position.Line, tk.Position.Column, ye.GetMessage())
-		}
-		return fmt.Errorf("%s: %s", filename, ye.GetMessage())
-	}
-	return fmt.Errorf("%s: %v", filename, err)
 }
 
 // NewModel returns a Model that plays the script from its first turn.
