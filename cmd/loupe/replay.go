@@ -16,6 +16,7 @@ import (
 const (
 	exitDiverged     = 1 // the replay diverged from the recording
 	exitReplayFailed = 2 // the replay could not be run
+	exitBranchFailed = 3 // a --from-step branch ran, and its live part failed
 )
 
 func newReplayCmd() *cobra.Command {
@@ -45,7 +46,8 @@ step N and after are answered by --model (and see --system, if given).
 Tools after the branch answer from the recording when called with a
 recorded input, and otherwise fail with an error the model sees. The new
 run is stored, tagged replay-of:<id> and replay-from-step:N; compare it
-with "loupe traces diff".
+with "loupe traces diff". A branch whose live part fails (the model cannot
+be reached, say) is still stored, and the exit status is 3.
 
 Models (--model PROVIDER:MODEL):
 ` + llm.Help(),
@@ -94,6 +96,9 @@ Models (--model PROVIDER:MODEL):
 			}
 			if rep.Divergence != nil {
 				return &exitError{code: exitDiverged, err: errors.New("the replay diverged from the recording")}
+			}
+			if fromStep > 0 && rep.Error != "" {
+				return &exitError{code: exitBranchFailed, err: errors.New("the branch's live run failed: " + rep.Error)}
 			}
 			return nil
 		},

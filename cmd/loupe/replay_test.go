@@ -71,6 +71,14 @@ func TestReplayCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "answer: Branched.") || !strings.Contains(out, "tags replay-of:"+id+" replay-from-step:3") {
 		t.Fatalf("replay --from-step: exit %d\n%s%s", code, out, errOut)
 	}
+	// A branch whose live model fails is stored too, and exits 3.
+	failing := filepath.Join(dir, "failing.yaml")
+	if err := os.WriteFile(failing, []byte("model: live-model\nturns:\n  - error: rate limited, try later\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, fout, ferr := runLoupe(t, "--db", db, "replay", id[:12], "--from-step", "3", "--model", "scripted:"+failing); code != 3 || !strings.Contains(fout, "new run: ") || !strings.Contains(ferr, "rate limited") {
+		t.Errorf("replay --from-step with a failing model: exit %d\n%s%s", code, fout, ferr)
+	}
 	_, newID, _ := strings.Cut(out, "new run: ")
 	newID = newID[:32]
 	show := mustRun(t, db, "traces", "show", newID[:12])
