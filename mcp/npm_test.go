@@ -42,10 +42,7 @@ func needMCPJS(t *testing.T) string {
 	if err == nil {
 		return bin
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testrepo.Missing(t, msg)
 	return ""
 }
 

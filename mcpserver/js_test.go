@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -35,10 +36,7 @@ func needMCPJS(t *testing.T) (node, dir string) {
 	if err != nil {
 		msg = "node is not installed (scripts/mcp-js.sh installs it with the SDK)"
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testrepo.Missing(t, msg)
 	return "", ""
 }
 

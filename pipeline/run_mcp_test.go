@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,10 +221,7 @@ func TestPipelineMCPEverythingServer(t *testing.T) {
 	}
 	node, err := exec.LookPath("node")
 	if _, serr := os.Stat(bin); err != nil || serr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or server-everything missing (run scripts/mcp-js.sh): %v %v", err, serr)
-		}
-		t.Skip("node or @modelcontextprotocol/server-everything is not installed; scripts/mcp-js.sh installs it")
+		testrepo.Missing(t, fmt.Sprintf("node or @modelcontextprotocol/server-everything is not installed (%v %v); scripts/mcp-js.sh installs it", err, serr))
 	}
 	src := "servers:\n  generator: builtin\n  everything: " + node + " '" + bin + "' stdio\nparameters:\n  topic: \"$topic\"\npipeline:\n  - generator.analyze\n  - everything.echo:\n      input:\n        message: $analysis\n      output:\n        - echoed\n"
 	p := load(t, writeFile(t, src))

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,10 +29,7 @@ func needOTelJS(t *testing.T) string {
 	if err != nil {
 		msg = "node is not installed (scripts/otel-js.sh installs it with the SDK)"
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testrepo.Missing(t, msg)
 	return ""
 }
 

@@ -44,3 +44,16 @@ func Real(t testing.TB, rel string) string {
 	t.Helper()
 	return filepath.Join(Root(t), "testdata", "real", filepath.FromSlash(rel))
 }
+
+// Missing reports that something a test needs (a program, a package from
+// npm, a server) is not there, msg saying what and how to install it. It
+// skips the test, except under CI=true, where the test command should
+// have installed it: then the test fails, so that CI never passes by
+// skipping. It does not return.
+func Missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: scripts/test.sh should have installed it)", msg)
+	}
+	t.Skip(msg)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"os"
 	"strings"
 	"testing"
@@ -21,10 +22,7 @@ import (
 func testDSN(t testing.TB) string {
 	dsn := os.Getenv("LOUPE_TEST_POSTGRES")
 	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but LOUPE_TEST_POSTGRES is not: scripts/services.sh should have started PostgreSQL; the postgres tests must run in CI")
-		}
-		t.Skip("LOUPE_TEST_POSTGRES is not set (scripts/test.sh sets it)")
+		testrepo.Missing(t, "LOUPE_TEST_POSTGRES is not set (scripts/services.sh starts PostgreSQL and sets it)")
 	}
 	return dsn
 }
