@@ -217,7 +217,15 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // front of it). Close ends the requests it holds open.
 func (s *Server) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+	// A web page the user visits must not drive the tools (run agents,
+	// delete traces) through the user's browser: cross-origin browser
+	// requests are refused. The SDK already refuses DNS rebinding.
+	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := cop.Check(r); err != nil {
+			http.Error(w, "loupe mcp: cross-origin requests from a browser are refused", http.StatusForbidden)
+			return
+		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(s.life, cancel)()

@@ -778,3 +778,35 @@ func TestPipelineConfigRunsOmniDemo(t *testing.T) {
 		t.Errorf("memory pool %v lacks the query parameter", out.MemoryPool)
 	}
 }
+
+// TestHandlerRefusesCrossOrigin: a web page in the user's browser cannot
+// drive the tools over HTTP; a client that is not a browser can.
+func TestHandlerRefusesCrossOrigin(t *testing.T) {
+	srv := httptest.NewServer(newServer(t, Options{}).Handler())
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		want    int
+	}{
+		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"other origin", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"no browser headers", nil, http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range tc.headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+}
