@@ -12,9 +12,14 @@
 // and reports token usage with cached and reasoning tokens and a cost
 // from package price.
 //
+// WithResponsesAPI switches a Model to OpenAI's Responses API
+// (POST /responses) with the same behaviour; reasoning summaries, which
+// OpenAI returns only there, become the call's thinking.
+//
 //	m, err := openai.New("gpt-4o-mini")                      // OPENAI_API_KEY from the environment
 //	m, err := openai.New("llama3.2", openai.WithBaseURL("http://localhost:11434/v1"), openai.WithAPIKey("ollama"))
 //	m, err := openai.New("gpt-4o", openai.WithClient(myClient)) // a client configured elsewhere
+//	m, err := openai.New("gpt-5-mini", openai.WithResponsesAPI())
 package openai
 
 import (

@@ -22,7 +22,11 @@ import (
 // errors. The finish reason is reported in Chat Completions' terms
 // ("stop", "tool_calls", "length", "content_filter") so traces from both
 // modes compare. Each request is stateless (the whole conversation is
-// sent, store is false); WithResponsesParams changes that.
+// sent, store is false); WithResponsesParams changes that. OpenAI
+// returns reasoning summaries only when asked, and rejects the question
+// for models that do not reason, so Loupe does not ask by default: set
+// p.Reasoning.Summary = shared.ReasoningSummaryAuto with
+// WithResponsesParams to record them.
 //
 // Use it for OpenAI models that are only, or better, served there (the
 // reasoning summaries of o-series and GPT-5 models); most
@@ -85,6 +89,9 @@ func (m *Model) responsesRequest(req agent.Request) (responses.ResponseNewParams
 	return p, nil
 }
 
+// summarySep separates the parts of reasoning summaries in Thinking.
+const summarySep = "\n\n"
+
 // inputMessage is a message input item. Its type, optional in the API,
 // is sent so that servers stricter than OpenAI's accept it.
 func inputMessage(content string, role responses.EasyInputMessageRole) responses.ResponseInputItemUnionParam {
@@ -115,6 +122,9 @@ func (m *Model) responsesOnce(ctx context.Context, p responses.ResponseNewParams
 			}
 		case "reasoning":
 			for _, s := range it.Summary {
+				if thinking.Len() > 0 {
+					thinking.WriteString(summarySep)
+				}
 				thinking.WriteString(s.Text)
 			}
 		case "function_call":
@@ -187,6 +197,15 @@ func (m *Model) responsesStream(ctx context.Context, p responses.ResponseNewPara
 			content.WriteString(ev.Delta)
 			if onDelta != nil && ev.Delta != "" {
 				onDelta("text", ev.Delta)
+			}
+		case "response.reasoning_summary_part.added":
+			// Parts of a summary (and summaries of several reasoning
+			// items) are paragraphs; keep them apart.
+			if thinking.Len() > 0 {
+				thinking.WriteString(summarySep)
+				if onDelta != nil {
+					onDelta("thinking", summarySep)
+				}
 			}
 		case "response.reasoning_summary_text.delta":
 			thinking.WriteString(ev.Delta)

@@ -60,7 +60,9 @@ var responsesAnswerStream = []string{
 	`{"type":"response.reasoning_summary_part.added","sequence_number":2,"item_id":"rs_1","output_index":0,"summary_index":0,"part":{"type":"summary_text","text":""}}`,
 	`{"type":"response.reasoning_summary_text.delta","sequence_number":3,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"Both cities "}`,
 	`{"type":"response.reasoning_summary_text.delta","sequence_number":4,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"answered."}`,
-	`{"type":"response.output_item.done","sequence_number":5,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Both cities answered."}]}}`,
+	`{"type":"response.reasoning_summary_part.added","sequence_number":5,"item_id":"rs_1","output_index":0,"summary_index":1,"part":{"type":"summary_text","text":""}}`,
+	`{"type":"response.reasoning_summary_text.delta","sequence_number":5,"item_id":"rs_1","output_index":0,"summary_index":1,"delta":"Done."}`,
+	`{"type":"response.output_item.done","sequence_number":5,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Both cities answered."},{"type":"summary_text","text":"Done."}]}}`,
 	`{"type":"response.output_item.added","sequence_number":6,"output_index":1,"item":{"id":"msg_1","status":"in_progress","type":"message","role":"assistant","content":[]}}`,
 	`{"type":"response.content_part.added","sequence_number":7,"item_id":"msg_1","output_index":1,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}`,
 	`{"type":"response.output_text.delta","sequence_number":8,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"Paris is sunny, ","logprobs":[]}`,
@@ -152,7 +154,7 @@ func TestResponsesExecutorToolRoundTrip(t *testing.T) {
 				out.ToolCalls[0].Name != "weather" || string(out.ToolCalls[0].Input) != `{"city": "Paris"}` || string(out.ToolCalls[1].Input) != `{"city": "Oslo"}` {
 				t.Errorf("call 1 tool calls %s", calls[0].Output)
 			}
-			if got := string(calls[1].Thinking); got != `"Both cities answered."` {
+			if got := string(calls[1].Thinking); got != `"Both cities answered.\n\nDone."` {
 				t.Errorf("call 2 thinking %s", got)
 			}
 			if len(toolEnds) != 2 || string(toolEnds[0].Output) != `"sunny"` || string(toolEnds[1].Output) != `"cold"` {
@@ -162,7 +164,7 @@ func TestResponsesExecutorToolRoundTrip(t *testing.T) {
 			for _, d := range deltas {
 				kinds = append(kinds, d.Status+":"+string(d.Output))
 			}
-			if got := strings.Join(kinds, " "); got != `thinking:"Both cities " thinking:"answered." text:"Paris is sunny, " text:"Oslo is cold."` {
+			if got := strings.Join(kinds, " "); got != `thinking:"Both cities " thinking:"answered." thinking:"\n\n" thinking:"Done." text:"Paris is sunny, " text:"Oslo is cold."` {
 				t.Errorf("deltas %s", got)
 			}
 
@@ -213,7 +215,7 @@ func TestResponsesExecutorToolRoundTrip(t *testing.T) {
 // answer, priced by the dated name the server answered with; an answer
 // cut off by max_output_tokens has finish reason "length".
 func TestResponsesNoStream(t *testing.T) {
-	answer := `[{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Easy."}]},` +
+	answer := `[{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Easy."},{"type":"summary_text","text":"Short."}]},` +
 		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello there.","annotations":[]}]}]`
 	s := newServer(t,
 		reply{body: respObject("gpt-4o-mini-2024-07-18", "completed", "null", answer,
@@ -229,7 +231,7 @@ func TestResponsesNoStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Content != "Hello there." || resp.Thinking != "Easy." || resp.FinishReason != "stop" || len(resp.ToolCalls) != 0 {
+	if resp.Content != "Hello there." || resp.Thinking != "Easy.\n\nShort." || resp.FinishReason != "stop" || len(resp.ToolCalls) != 0 {
 		t.Errorf("response %+v", resp)
 	}
 	if want := (82*0.15 + 17*0.6) / 1e6; !near(resp.Usage.CostUSD, want) || resp.Usage.InputTokens != 82 || resp.Usage.OutputTokens != 17 || resp.Usage.CostUnknown {
