@@ -340,3 +340,17 @@ func TestResponsesErrors(t *testing.T) {
 		})
 	}
 }
+
+// The SDK's own retries show in the error of a Responses call too.
+func TestResponsesRetriesInError(t *testing.T) {
+	busy := reply{status: 503, body: `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error","param":null,"code":null}}`}
+	s := newServer(t, busy, busy)
+	m := newModel(t, s, openai.WithResponsesAPI(), openai.WithRequestOptions(option.WithMaxRetries(1)))
+	_, err := m.Generate(context.Background(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "x"}}})
+	if err == nil || !strings.Contains(err.Error(), "(after 2 attempts)") || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Errorf("err %v, want an HTTP 503 after 2 attempts", err)
+	}
+	if strings.Join(s.paths, " ") != "/v1/responses /v1/responses" {
+		t.Errorf("paths %v", s.paths)
+	}
+}
