@@ -52,6 +52,12 @@ var providers = map[string]provider{
 			return openai.New(name, openaiOptions(o, "", "")...)
 		},
 	},
+	"openai-responses": {
+		help: "OpenAI's Responses API (OPENAI_API_KEY, OPENAI_BASE_URL)",
+		open: func(name string, o Options) (agent.Model, error) {
+			return openai.New(name, append(openaiOptions(o, "", ""), openai.WithResponsesAPI())...)
+		},
+	},
 	"anthropic": {
 		help: "the Anthropic Messages API (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)",
 		open: func(name string, o Options) (agent.Model, error) {
@@ -132,7 +138,8 @@ func (o Options) getenv(k string) string {
 }
 
 // Open returns the model spec names: "openai:gpt-4o-mini",
-// "anthropic:claude-sonnet-4-5", "ollama:llama3.2",
+// "openai-responses:gpt-5-mini" (the same model through OpenAI's
+// Responses API), "anthropic:claude-sonnet-4-5", "ollama:llama3.2",
 // "openrouter:meta-llama/llama-3.1-8b-instruct" or "scripted:FILE"
 // (Providers lists them). Everything after the first colon is the model
 // name (or, for scripted, the file), passed on as written.

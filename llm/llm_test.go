@@ -23,6 +23,7 @@ func TestOpenErrors(t *testing.T) {
 		{"llama3.2", "e.g. ollama:llama3.2"},
 		{"turns.yaml", "e.g. scripted:turns.yaml"},
 		{"openai:", "names no model after the colon"},
+		{"openai-responses:", "names no model after the colon"},
 		{"mistral:large", `unknown provider "mistral"`},
 		{"scripted:/nonexistent/turns.yaml", "turns.yaml"},
 	} {
@@ -41,6 +42,7 @@ func TestOpenNames(t *testing.T) {
 	for _, tc := range []struct{ spec, name string }{
 		{"openai:gpt-4o-mini", "gpt-4o-mini"},
 		{"OpenAI:gpt-4o", "gpt-4o"},
+		{"openai-responses:gpt-5-mini", "gpt-5-mini"},
 		{"anthropic:claude-sonnet-4-5", "claude-sonnet-4-5"},
 		{"ollama:llama3.2:3b", "llama3.2:3b"},
 		{"openrouter:meta-llama/llama-3.1-8b-instruct", "meta-llama/llama-3.1-8b-instruct"},
@@ -118,5 +120,37 @@ func TestHelpListsProviders(t *testing.T) {
 		if !strings.Contains(h, p) {
 			t.Errorf("Help() lacks %q:\n%s", p, h)
 		}
+	}
+}
+
+// TestOpenResponses checks that "openai-responses:MODEL" calls the
+// Responses API at the base URL with the key given.
+func TestOpenResponses(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: response.output_text.delta\n"+`data: {"type":"response.output_text.delta","sequence_number":1,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"hi","logprobs":[]}`+"\n\n")
+		fmt.Fprint(w, "event: response.completed\n"+`data: {"type":"response.completed","sequence_number":2,"response":{"id":"resp_1","object":"response","created_at":1,"status":"completed","error":null,"incomplete_details":null,"model":"gpt-5-mini","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}],"usage":{"input_tokens":3,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":4}}}`+"\n\n")
+	}))
+	defer srv.Close()
+	m, err := llm.Open("openai-responses:gpt-5-mini", llm.Options{BaseURL: srv.URL + "/v1", APIKey: "sk-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := agent.Generate(context.Background(), m, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hello"}}})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if resp.Content != "hi" || resp.FinishReason != "stop" || resp.Usage.InputTokens != 3 {
+		t.Errorf("response %+v", resp)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != "POST /v1/responses Bearer sk-test" {
+		t.Errorf("server saw %q, want one POST /v1/responses Bearer sk-test", got)
 	}
 }

@@ -12,9 +12,14 @@
 // and reports token usage with cached and reasoning tokens and a cost
 // from package price.
 //
+// WithResponsesAPI switches a Model to OpenAI's Responses API
+// (POST /responses) with the same behaviour; reasoning summaries, which
+// OpenAI returns only there, become the call's thinking.
+//
 //	m, err := openai.New("gpt-4o-mini")                      // OPENAI_API_KEY from the environment
 //	m, err := openai.New("llama3.2", openai.WithBaseURL("http://localhost:11434/v1"), openai.WithAPIKey("ollama"))
 //	m, err := openai.New("gpt-4o", openai.WithClient(myClient)) // a client configured elsewhere
+//	m, err := openai.New("gpt-5-mini", openai.WithResponsesAPI())
 package openai
 
 import (
@@ -34,6 +39,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/respjson"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -92,6 +98,9 @@ type Model struct {
 	params   func(*oai.ChatCompletionNewParams)
 	prices   *price.Table
 	provider string
+
+	responses bool // WithResponsesAPI
+	rparams   func(*responses.ResponseNewParams)
 }
 
 // New returns a Model calling model. Without WithClient it builds a client
@@ -128,18 +137,35 @@ func (m *Model) Name() string { return m.name }
 // filter, network failure) returns an error saying which, with what usage
 // the server reported.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
+	var attempts atomic.Int32
+	opts := append(m.opts[:len(m.opts):len(m.opts)], countAttempts(&attempts))
+	var resp agent.Response
+	if m.responses {
+		params, err := m.responsesRequest(req)
+		if err != nil {
+			return agent.Response{}, err
+		}
+		if m.stream {
+			resp, err = m.responsesStream(ctx, params, req.OnDelta, opts)
+		} else {
+			resp, err = m.responsesOnce(ctx, params, opts)
+		}
+		return m.finish(ctx, resp, err, &attempts)
+	}
 	params, err := m.request(req)
 	if err != nil {
 		return agent.Response{}, err
 	}
-	var attempts atomic.Int32
-	opts := append(m.opts[:len(m.opts):len(m.opts)], countAttempts(&attempts))
-	var resp agent.Response
 	if m.stream {
 		resp, err = m.generateStream(ctx, params, req.OnDelta, opts)
 	} else {
 		resp, err = m.generateOnce(ctx, params, opts)
 	}
+	return m.finish(ctx, resp, err, &attempts)
+}
+
+// finish maps a call's error and checks its answer, the same for both APIs.
+func (m *Model) finish(ctx context.Context, resp agent.Response, err error, attempts *atomic.Int32) (agent.Response, error) {
 	if err != nil {
 		return resp, callerr.Retried(m.wrap(ctx, err), int(attempts.Load()))
 	}
@@ -163,10 +189,7 @@ func (m *Model) request(req agent.Request) (oai.ChatCompletionNewParams, error) 
 				a.Content.OfString = oai.String(msg.Content)
 			}
 			for _, c := range msg.ToolCalls {
-				args := string(c.Input)
-				if args == "" {
-					args = "{}"
-				}
+				args := callArgs(c)
 				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
 						ID:       c.ID,
@@ -179,14 +202,9 @@ func (m *Model) request(req agent.Request) (oai.ChatCompletionNewParams, error) 
 		}
 	}
 	for _, t := range req.Tools {
-		var schema map[string]any
-		if len(t.Schema) > 0 {
-			if err := json.Unmarshal(t.Schema, &schema); err != nil {
-				return p, fmt.Errorf("openai: tool %q: its input schema is not a JSON object: %v", t.Name, err)
-			}
-		}
-		if schema == nil {
-			schema = map[string]any{"type": "object", "properties": map[string]any{}}
+		schema, err := toolSchema(t)
+		if err != nil {
+			return p, err
 		}
 		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
 		if t.Description != "" {
@@ -198,6 +216,30 @@ func (m *Model) request(req agent.Request) (oai.ChatCompletionNewParams, error) 
 		m.params(&p)
 	}
 	return p, nil
+}
+
+// callArgs returns a tool call's arguments as sent back to the server:
+// "{}" for none, which both APIs require to be a JSON string.
+func callArgs(c agent.ToolCall) string {
+	if len(c.Input) == 0 {
+		return "{}"
+	}
+	return string(c.Input)
+}
+
+// toolSchema returns t's input JSON Schema as both APIs take it, an
+// object with no properties when t has none.
+func toolSchema(t agent.ToolDef) (map[string]any, error) {
+	var schema map[string]any
+	if len(t.Schema) > 0 {
+		if err := json.Unmarshal(t.Schema, &schema); err != nil {
+			return nil, fmt.Errorf("openai: tool %q: its input schema is not a JSON object: %v", t.Name, err)
+		}
+	}
+	if schema == nil {
+		schema = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	return schema, nil
 }
 
 func (m *Model) generateOnce(ctx context.Context, p oai.ChatCompletionNewParams, opts []option.RequestOption) (agent.Response, error) {
@@ -326,7 +368,7 @@ func (m *Model) check(resp agent.Response) error {
 		if !json.Valid(c.Input) {
 			hint := ""
 			if resp.FinishReason == "length" {
-				hint = "; the answer hit the token limit (finish reason length): raise max_completion_tokens"
+				hint = "; the answer hit the token limit (finish reason length): raise max_completion_tokens (max_output_tokens in the Responses API)"
 			}
 			return fmt.Errorf("openai: model %s: tool call %s (%s): the arguments are not valid JSON: %.200q%s", m.name, c.ID, c.Name, c.Input, hint)
 		}

@@ -28,7 +28,8 @@ type reply struct {
 	body   string   // a JSON answer
 }
 
-// server is an httptest server speaking the Chat Completions wire format:
+// server is an httptest server speaking the Chat Completions and
+// Responses wire formats:
 // it answers the i-th request with replies[i] and keeps each request.
 type server struct {
 	*httptest.Server
@@ -36,12 +37,13 @@ type server struct {
 	replies []reply
 	bodies  []map[string]any
 	headers []http.Header
+	paths   []string
 }
 
 func newServer(t *testing.T, replies ...reply) *server {
 	s := &server{replies: replies}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
+		if (r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/responses") || r.Method != http.MethodPost {
 			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
 			return
 		}
@@ -54,6 +56,7 @@ func newServer(t *testing.T, replies ...reply) *server {
 		i := len(s.bodies)
 		s.bodies = append(s.bodies, body)
 		s.headers = append(s.headers, r.Header.Clone())
+		s.paths = append(s.paths, r.URL.Path)
 		s.mu.Unlock()
 		if i >= len(s.replies) {
 			t.Errorf("unexpected request %d: %s", i+1, b)
@@ -64,6 +67,12 @@ func newServer(t *testing.T, replies ...reply) *server {
 		if rep.sse != nil {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for _, d := range rep.sse {
+				// The Responses API names each event's type on an
+				// event line too, as its stream does.
+				var ev struct{ Type string }
+				if json.Unmarshal([]byte(d), &ev) == nil && ev.Type != "" {
+					io.WriteString(w, "event: "+ev.Type+"\n")
+				}
 				io.WriteString(w, "data: "+d+"\n\n")
 				w.(http.Flusher).Flush()
 			}
