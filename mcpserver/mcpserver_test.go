@@ -760,6 +760,7 @@ func TestPipelineConfigRunsOmniDemo(t *testing.T) {
 	}
 	cs := connectMemory(t, newServer(t, Options{Config: c}))
 	var out RunAgentOutput
+	fails(t, cs, "run_agent_with_trace", map[string]any{"query": "x", "params": map[string]string{"documents_dir": "/etc"}}, "documents_dir cannot be given by an MCP client")
 	ok(t, cs, "run_agent_with_trace", map[string]any{"query": "why use typed languages?"}, &out)
 	if !out.Success || !out.Stored || out.Result == "" {
 		t.Fatalf("pipeline run: %+v", out)

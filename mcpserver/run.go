@@ -114,6 +114,11 @@ func (s *Server) run(ctx context.Context, query, thread string, params map[strin
 		if p == nil {
 			p = map[string]string{}
 		}
+		// A client names no folder for the built-in retriever to read:
+		// that would let any MCP client read the server user's files.
+		if _, ok := params["documents_dir"]; ok {
+			return agent.Result{}, toolError("params: documents_dir cannot be given by an MCP client (it would read any folder on the server); set it under params in %s", c.at("pipeline"))
+		}
 		maps.Copy(p, params)
 		if _, ok := p["query"]; !ok && query != "" {
 			p["query"] = query
