@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/loupe-dev/loupe/llm/internal/llmtest"
 	"io"
 	"math"
 	"net/http"
@@ -426,27 +427,7 @@ func TestErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := (&agent.Executor{Tracer: trace.New(trace.Options{})}).Run(context.Background(), &agent.ReAct{Model: m}, "Hi")
-			if res.Err == nil {
-				t.Fatalf("run succeeded: %q", res.Answer)
-			}
-			if tc.check != nil && !tc.check(res.Err) {
-				t.Errorf("error %T %v does not unwrap as expected", res.Err, res.Err)
-			}
-			var rec *trace.Record
-			for i := range res.Records {
-				if res.Records[i].Type == trace.TypeModelCall {
-					rec = &res.Records[i]
-				}
-			}
-			if rec == nil {
-				t.Fatal("no model.call record")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(rec.Error, w) {
-					t.Errorf("model.call error %q lacks %q", rec.Error, w)
-				}
-			}
+			llmtest.FailedCall(t, m, tc.check, tc.want)
 		})
 	}
 }
