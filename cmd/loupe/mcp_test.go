@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,31 +13,6 @@ import (
 
 	"github.com/loupe-dev/loupe/store"
 )
-
-// mcpChildEnv runs loupe in a child test process with the arguments it
-// holds (separated by \x1f): `loupe mcp` is tested as a real process.
-const mcpChildEnv = "LOUPE_MCP_CHILD"
-
-func TestMain(m *testing.M) {
-	if args := os.Getenv(mcpChildEnv); args != "" {
-		root := newRootCmd()
-		root.SetArgs(strings.Split(args, "\x1f"))
-		ctx, stop := context.WithCancel(context.Background())
-		defer stop()
-		if err := root.ExecuteContext(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "loupe:", err)
-			os.Exit(exitCode(err))
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-func loupeChild(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), mcpChildEnv+"="+strings.Join(args, "\x1f"))
-	return cmd
-}
 
 func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
@@ -93,27 +64,10 @@ func TestMCPStdio(t *testing.T) {
 // streamable HTTP and stops it with SIGTERM.
 func TestMCPHTTP(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mcp.db")
-	cmd := loupeChild("--db", db, "mcp", "--http", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	var url string
-	for sc.Scan() {
-		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
-			url, _, _ = strings.Cut(rest, ",")
-			break
-		}
-	}
+	cmd, url := startChild(t, "--db", db, "mcp", "--http", "127.0.0.1:0")
 	if !strings.HasSuffix(url, "/mcp") {
 		t.Fatalf("loupe mcp --http said it listens on %q", url)
 	}
-	go io.Copy(io.Discard, stderr)
 	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {

@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"github.com/loupe-dev/loupe/internal/testrepo"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -58,38 +56,8 @@ func post(t *testing.T, url, key string, body []byte) (int, string) {
 // TestServeProcess runs `loupe serve` in a child process, ingests, sends
 // SIGTERM and checks that it exits 0 with everything acknowledged stored.
 func TestServeProcess(t *testing.T) {
-	if args := os.Getenv("LOUPE_SERVE_CHILD"); args != "" {
-		root := newRootCmd()
-		root.SetArgs(strings.Split(args, "\x1f"))
-		if err := root.ExecuteContext(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, "loupe:", err)
-			os.Exit(exitCode(err))
-		}
-		os.Exit(0)
-	}
 	db := filepath.Join(t.TempDir(), "serve.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServeProcess$")
-	cmd.Env = append(os.Environ(), "LOUPE_SERVE_CHILD="+strings.Join([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, "\x1f"))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	var url string
-	for sc.Scan() {
-		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
-			url, _, _ = strings.Cut(rest, ",")
-			break
-		}
-	}
-	if url == "" {
-		t.Fatal("the server did not say where it listens")
-	}
-	go io.Copy(io.Discard, stderr)
+	cmd, url := startChild(t, "--db", db, "serve", "--addr", "127.0.0.1:0")
 	var wg sync.WaitGroup
 	for i := byte(1); i <= 8; i++ {
 		wg.Add(1)
@@ -247,37 +215,11 @@ func TestTwoServersOnePostgres(t *testing.T) {
 	}
 }
 
-// startServeChild starts `loupe serve` on db in a child process and
-// returns it with its URL.
-func startServeChild(t *testing.T, db string) (*exec.Cmd, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServeProcess$")
-	cmd.Env = append(os.Environ(), "LOUPE_SERVE_CHILD="+strings.Join([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, "\x1f"))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
-			url, _, _ := strings.Cut(rest, ",")
-			go io.Copy(io.Discard, stderr)
-			return cmd, url
-		}
-	}
-	t.Fatal("the server did not say where it listens")
-	return nil, ""
-}
-
 // TestServeKill9 kills the collector with SIGKILL under load: every batch
 // it had acknowledged is in the store afterwards.
 func TestServeKill9(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "kill.db")
-	cmd, url := startServeChild(t, db)
+	cmd, url := startChild(t, "--db", db, "serve", "--addr", "127.0.0.1:0")
 	var mu sync.Mutex
 	var acked []trace.TraceID
 	var wg sync.WaitGroup
