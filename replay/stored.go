@@ -13,6 +13,16 @@ import (
 // LoadStored loads the recording of the stored trace whose id is, or
 // starts with, id (at least 4 hex digits), as Load does.
 func LoadStored(ctx context.Context, st store.Store, id string) (*Recording, error) {
+	recs, err := storedRecords(ctx, st, id)
+	if err != nil {
+		return nil, err
+	}
+	return Load(recs)
+}
+
+// storedRecords returns the records of the stored trace whose id is, or
+// starts with, id.
+func storedRecords(ctx context.Context, st store.Store, id string) ([]trace.Record, error) {
 	tid, err := tracesview.Resolve(ctx, st, id)
 	if err != nil {
 		return nil, err
@@ -21,7 +31,7 @@ func LoadStored(ctx context.Context, st store.Store, id string) (*Recording, err
 	if err != nil {
 		return nil, err
 	}
-	return Load(t.Records)
+	return t.Records, nil
 }
 
 // RunStored replays the stored trace id (see LoadStored and Run). A

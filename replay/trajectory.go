@@ -12,7 +12,6 @@ import (
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/tracesview"
 )
 
 // A Comparison is two runs' trajectories side by side, step by step, with
@@ -305,15 +304,11 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 func CompareStored(ctx context.Context, st store.Store, a, b string) (*Comparison, error) {
 	var recs [2]*Recording
 	for i, id := range []string{a, b} {
-		tid, err := tracesview.Resolve(ctx, st, id)
+		records, err := storedRecords(ctx, st, id)
 		if err != nil {
 			return nil, err
 		}
-		t, err := st.Trace(ctx, tid)
-		if err != nil {
-			return nil, err
-		}
-		recs[i] = Read(t.Records)
+		recs[i] = Read(records)
 	}
 	return Compare(recs[0], recs[1]), nil
 }

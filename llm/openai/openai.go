@@ -27,8 +27,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -330,12 +331,7 @@ func (m *Model) generateStream(ctx context.Context, p oai.ChatCompletionNewParam
 	if resp.Usage == (trace.Usage{}) && model != "" {
 		resp.Usage = m.usage(model, oai.CompletionUsage{}) // server sent no usage: provider only, cost unknown
 	}
-	idx := make([]int64, 0, len(calls))
-	for i := range calls {
-		idx = append(idx, i)
-	}
-	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-	for _, i := range idx {
+	for _, i := range slices.Sorted(maps.Keys(calls)) {
 		pc := calls[i]
 		if pc.id == "" {
 			// Some compatible servers send no id; the tool results

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/loupe-dev/loupe/agent"
@@ -236,12 +237,7 @@ func (m *Model) responsesStream(ctx context.Context, p responses.ResponseNewPara
 		}
 	}
 	resp.Content, resp.Thinking = content.String(), thinking.String()
-	idx := make([]int64, 0, len(calls))
-	for i := range calls {
-		idx = append(idx, i)
-	}
-	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-	for _, i := range idx {
+	for _, i := range slices.Sorted(maps.Keys(calls)) {
 		pc := calls[i]
 		resp.ToolCalls = append(resp.ToolCalls, agent.ToolCall{ID: pc.id, Name: pc.name, Input: json.RawMessage(pc.args.String())})
 	}
