@@ -55,38 +55,62 @@ type RunEvalOutput struct {
 }
 
 // evalPath resolves file against the eval root and refuses paths outside
-// it, symbolic links included.
-func (s *Server) evalPath(file string) (string, error) {
+// it, symbolic links included. It also returns the eval root with its
+// symbolic links resolved. Its errors name the file as the client gave
+// it, and neither where the eval folder is on the server nor whether a
+// file outside it exists.
+func (s *Server) evalPath(file string) (path, root string, err error) {
+	root, err = filepath.EvalSymlinks(s.o.EvalRoot)
+	if err != nil {
+		s.log.Error("MCP server: the eval folder cannot be read", "dir", s.o.EvalRoot, "err", err)
+		return "", "", toolError("the server's eval folder cannot be read; the server logged the details")
+	}
+	outside := toolError("eval file %q is outside the server's eval folder; this server only reads eval files there (loupe mcp --eval-dir changes it)", clip(file))
 	p := file
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(s.o.EvalRoot, p)
 	}
+	if !within(s.o.EvalRoot, p) && !within(root, p) {
+		return "", "", outside
+	}
 	real, err := filepath.EvalSymlinks(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", toolError("eval file %q does not exist (paths are relative to %s)", file, s.o.EvalRoot)
+		return "", "", toolError("eval file %q does not exist (paths are relative to the server's eval folder)", clip(file))
 	}
 	if err != nil {
-		return "", toolError("eval file %q: %v", file, err)
+		// The error names the path on the server; only its reason
+		// (permission denied, file name too long) is for the client.
+		why := "it cannot be read"
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err.Error()
+		}
+		return "", "", toolError("eval file %q: %s", clip(file), why)
 	}
-	root, err := filepath.EvalSymlinks(s.o.EvalRoot)
-	if err != nil {
-		return "", toolError("the eval folder %s: %v", s.o.EvalRoot, err)
+	if !within(root, real) {
+		return "", "", outside
 	}
-	rel, err := filepath.Rel(root, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", toolError("eval file %q is outside the eval folder %s; this server only reads eval files there (loupe mcp --eval-dir changes it)", file, s.o.EvalRoot)
-	}
-	return real, nil
+	return real, root, nil
+}
+
+// within reports whether path p is dir or inside it, by their names.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func (s *Server) runEvalTool(ctx context.Context, _ *mcp.CallToolRequest, in RunEvalInput) (*mcp.CallToolResult, RunEvalOutput, error) {
-	path, err := s.evalPath(in.File)
+	path, root, err := s.evalPath(in.File)
 	if err != nil {
 		return nil, RunEvalOutput{}, err
 	}
+	// Messages about the eval file name it relative to the eval folder,
+	// whose place on the server is not the client's business.
+	sep := string(filepath.Separator)
+	local := strings.NewReplacer(root+sep, "", s.o.EvalRoot+sep, "")
 	f, err := eval.ParseFileMode(path, eval.LoadDefault)
 	if err != nil {
-		return nil, RunEvalOutput{}, toolError("the eval file does not load: %v", err)
+		return nil, RunEvalOutput{}, toolError("the eval file does not load: %s", local.Replace(err.Error()))
 	}
 	var target evalrun.Target
 	switch in.Target {
@@ -95,11 +119,11 @@ func (s *Server) runEvalTool(ctx context.Context, _ *mcp.CallToolRequest, in Run
 		if in.Since != "" {
 			q, err := store.ParseQuery("since:" + in.Since)
 			if err != nil {
-				return nil, RunEvalOutput{}, toolError("since: %v", err)
+				return nil, RunEvalOutput{}, toolError("since %q: want a duration before now (24h, 7d) or a time (2006-01-02 or RFC 3339)", clip(in.Since))
 			}
 			sel.Filter.Since = q.Since
 		}
-		target = evalrun.StoreTarget(s.o.Store, sel)
+		target = evalrun.StoreTarget(s.st, sel)
 	case "agent":
 		if in.Name != "" || len(in.Tags) > 0 || in.Since != "" || in.Limit != 0 {
 			return nil, RunEvalOutput{}, toolError("name, tags, since and limit select stored runs; they do not apply to target agent: leave them out")
@@ -120,14 +144,28 @@ func (s *Server) runEvalTool(ctx context.Context, _ *mcp.CallToolRequest, in Run
 	}
 	rn := &evalrun.Runner{Target: target, Options: eval.Options{Threshold: in.Threshold}}
 	rep, err := rn.Run(ctx, []*eval.File{f})
+	if isStoreFailure(err) {
+		return nil, RunEvalOutput{}, s.storeError(ctx, "the evaluation could not start", err)
+	}
 	if err != nil {
-		return nil, RunEvalOutput{}, toolError("the evaluation could not start: %v", err)
+		// No run to grade, or runs that do not pair with the cases: the
+		// message says which, and may repeat the selection.
+		msg := clipAll(local.Replace(err.Error()), append([]string{in.Name, in.Since}, in.Tags...)...)
+		return nil, RunEvalOutput{}, toolError("the evaluation could not start: %s", msg)
 	}
 	var buf bytes.Buffer
 	if err := evalrun.WriteSummary(&buf, rep, false); err != nil {
 		return nil, RunEvalOutput{}, toolError("writing the summary: %v", err)
 	}
-	out := RunEvalOutput{Cases: []EvalCase{}, Summary: truncate(buf.String(), s.o.MaxResultBytes/4)}
+	// say readies a text of the report for the client: redacted, then
+	// (so that no cut secret escapes redaction) bounded to n bytes.
+	say := func(text string, n int) string {
+		if s.rd != nil {
+			text = s.rd.String(text)
+		}
+		return truncate(local.Replace(text), n)
+	}
+	out := RunEvalOutput{Cases: []EvalCase{}, Summary: say(buf.String(), s.o.MaxResultBytes/4)}
 	out.Passed, out.Failed, out.Skipped, out.Errors = rep.Counts()
 	switch rep.ExitCode() {
 	case evalrun.ExitPass:
@@ -152,7 +190,7 @@ func (s *Server) runEvalTool(ctx context.Context, _ *mcp.CallToolRequest, in Run
 			}
 			if w := r.Run.Warning; w != "" && !seen[w] {
 				seen[w] = true
-				out.Warnings = append(out.Warnings, w)
+				out.Warnings = append(out.Warnings, say(w, maxErrorBytes))
 			}
 		}
 		for _, a := range r.Result.Assertions {
@@ -165,24 +203,16 @@ func (s *Server) runEvalTool(ctx context.Context, _ *mcp.CallToolRequest, in Run
 					why = strings.TrimPrefix(why+"; "+ch.Text, "; ")
 				}
 			}
-			c.Failures = append(c.Failures, truncate(fmt.Sprintf("%s (%s): %s", a.Name, a.Verdict, why), 500))
+			c.Failures = append(c.Failures, say(fmt.Sprintf("%s (%s): %s", a.Name, a.Verdict, why), 500))
 		}
-		if s.rd != nil {
-			c.Error = s.rd.String(c.Error)
-			for i := range c.Failures {
-				c.Failures[i] = s.rd.String(c.Failures[i])
-			}
-		}
+		c.Error = say(c.Error, maxErrorBytes)
 		out.Cases = append(out.Cases, c)
-	}
-	if s.rd != nil {
-		out.Summary = s.rd.String(out.Summary)
 	}
 	if in.StoreResults {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 		defer cancel()
-		if id, err := evalrun.Save(sctx, s.o.Store, rep, nil); err != nil {
-			out.StoreError = fmt.Sprintf("the results were not stored: %v", err)
+		if id, err := evalrun.Save(sctx, s.st, rep, nil); err != nil {
+			out.StoreError = s.storeError(ctx, "the results were not stored", err).Error()
 		} else {
 			out.ResultsTraceID = id.String()
 		}

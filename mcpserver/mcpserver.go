@@ -23,12 +23,20 @@
 // error. Results are bounded (Options.MaxResultBytes): long values are
 // cut with a visible marker and long step lists are paged. Every trace
 // leaves through redaction (package redact) unless Options.NoRedact.
+//
+// No answer repeats the client's input without a bound: ids, paths,
+// queries and names are cut to a few hundred bytes in results and
+// errors, and every tool error is bounded, the SDK's refusals of bad
+// arguments included. Nor does an answer reveal the server's insides: a
+// failing store is reported as such, and its error, which names the
+// store's file or DSN, goes to Options.Logger.
 package mcpserver
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -99,6 +107,11 @@ type Options struct {
 
 	// Version is the server version reported to clients.
 	Version string
+
+	// Logger receives what the server keeps from its clients: the errors
+	// of a failing store and the panics of tools. nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // ConnectFunc connects to one MCP server of an agent config and returns
@@ -113,6 +126,8 @@ type ConnectFunc func(ctx context.Context, s MCPServerConfig) (tools []agent.Too
 // Close it to close the connections to the config's MCP servers.
 type Server struct {
 	o      Options
+	st     store.Store // o.Store, its errors marked (taggedStore)
+	log    *slog.Logger
 	mcp    *mcp.Server
 	rd     *redact.Redactor // nil when NoRedact
 	tools  []agent.Tool     // from the config's MCP servers, connected in New
@@ -157,7 +172,10 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Connect == nil {
 		o.Connect = connectMCP
 	}
-	s := &Server{o: o}
+	s := &Server{o: o, st: taggedStore{o.Store}, log: o.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
 	s.life, s.stopLife = context.WithCancel(context.Background())
 	if !o.NoRedact {
 		s.rd = o.Redactor
@@ -190,6 +208,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "loupe", Title: "Loupe: traces of AI-agent runs", Version: version},
 		&mcp.ServerOptions{Instructions: instructions})
+	s.mcp.AddReceivingMiddleware(s.boundErrors)
 	s.addTools()
 	return s, nil
 }

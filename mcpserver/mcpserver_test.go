@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -699,14 +700,22 @@ func TestRunResultBounded(t *testing.T) {
 }
 
 // TestPanicIsToolError: a handler that panics answers with a tool error
-// and the session goes on.
+// and the session goes on. The panic and its stack go to the log, not to
+// the client.
 func TestPanicIsToolError(t *testing.T) {
-	s := newServer(t, Options{})
-	mcp.AddTool(s.MCP(), &mcp.Tool{Name: "boom"}, safe(func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+	var log syncBuffer
+	s := newServer(t, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	mcp.AddTool(s.MCP(), &mcp.Tool{Name: "boom"}, safe(s.log, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
 		panic("kaboom")
 	}))
 	cs := connectMemory(t, s)
-	fails(t, cs, "boom", map[string]any{}, "internal error", "kaboom")
+	msg := fails(t, cs, "boom", map[string]any{}, "internal error", "logged")
+	if strings.Contains(msg, "kaboom") || strings.Contains(msg, "goroutine") {
+		t.Errorf("the client was told the panic: %q", msg)
+	}
+	if l := log.String(); !strings.Contains(l, "kaboom") || !strings.Contains(l, "goroutine") {
+		t.Errorf("the log lacks the panic or its stack: %q", l)
+	}
 	var list ListTracesOutput
 	ok(t, cs, "list_traces", map[string]any{}, &list)
 }

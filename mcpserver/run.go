@@ -125,7 +125,12 @@ func (s *Server) run(ctx context.Context, query, thread string, params map[strin
 		}
 		res, err := runPipeline(ctx, tracer, c.Resolve(c.Pipeline), p)
 		if err != nil {
-			return res, toolError("%s: %v", c.at("pipeline"), err)
+			// The pipeline's message may repeat the client's parameters.
+			var given []string
+			for k, v := range params {
+				given = append(given, k, v)
+			}
+			return res, toolError("%s: %s", c.at("pipeline"), clipAll(err.Error(), given...))
 		}
 		return res, nil
 	}
@@ -162,13 +167,17 @@ func (s *Server) runAgentTool(ctx context.Context, _ *mcp.CallToolRequest, in Ru
 	if s.rd != nil {
 		out.Result, out.Error = s.rd.String(out.Result), s.rd.String(out.Error)
 	}
+	// The answer and the error may repeat the query: they are bounded
+	// like the rest of the result (after redaction, which a cut secret
+	// could escape).
+	out.Result, out.Error = truncate(out.Result, s.o.MaxResultBytes/2), truncate(out.Error, s.o.MaxValueBytes)
 	if len(res.Records) == 0 {
 		return nil, out, nil
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if _, err := s.o.Store.Append(sctx, res.Records); err != nil {
-		out.StoreError = fmt.Sprintf("the trace was not stored: %v", err)
+	if _, err := s.st.Append(sctx, res.Records); err != nil {
+		out.StoreError = s.storeError(ctx, "the trace was not stored", err).Error()
 	} else {
 		out.Stored = true
 	}

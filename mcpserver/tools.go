@@ -175,7 +175,7 @@ func (s *Server) addTools() {
 			p["enable_thinking"].Default = json.RawMessage("true")
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Run agent with trace", OpenWorldHint: ptr(true)},
-	}, safe(s.runAgentTool))
+	}, safe(s.log, s.runAgentTool))
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "get_execution_trace",
@@ -192,7 +192,7 @@ func (s *Server) addTools() {
 			p["step_limit"].Default = json.RawMessage(fmt.Sprint(defaultStepLimit))
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Get execution trace", ReadOnlyHint: true},
-	}, safe(s.getTraceTool))
+	}, safe(s.log, s.getTraceTool))
 
 	limit := func(p map[string]*jsonschema.Schema) {
 		p["limit"].Minimum = ptr(1.0)
@@ -207,7 +207,7 @@ func (s *Server) addTools() {
 			p["offset"].Minimum = ptr(0.0)
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "List traces", ReadOnlyHint: true},
-	}, safe(s.listTracesTool))
+	}, safe(s.log, s.listTracesTool))
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "search_traces",
@@ -220,7 +220,7 @@ func (s *Server) addTools() {
 			p["max_duration_ms"].Minimum = ptr(0.0)
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Search traces", ReadOnlyHint: true},
-	}, safe(s.searchTracesTool))
+	}, safe(s.log, s.searchTracesTool))
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "delete_trace",
@@ -229,7 +229,7 @@ func (s *Server) addTools() {
 			p["trace_id"].Pattern = "^[0-9a-fA-F]{32}$"
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Delete trace", DestructiveHint: ptr(true), IdempotentHint: true},
-	}, safe(s.deleteTraceTool))
+	}, safe(s.log, s.deleteTraceTool))
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "run_eval",
@@ -244,30 +244,7 @@ func (s *Server) addTools() {
 			p["store_results"].Default = json.RawMessage("true")
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Run eval", OpenWorldHint: ptr(true)},
-	}, safe(s.runEvalTool))
-}
-
-// safe turns a panic in h into a tool error, so that a bug in one call
-// neither crashes the server (which would end every session over stdio)
-// nor leaves the client without an answer.
-func safe[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
-	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				var zero Out
-				res, out, err = nil, zero, fmt.Errorf("internal error in Loupe's MCP server: %v (this is a bug; please report it with the call's arguments)", p)
-			}
-		}()
-		return h(ctx, req, in)
-	}
-}
-
-// toolError is a failed call's message: what was wrong and what to do.
-func toolError(format string, args ...any) error { return fmt.Errorf(format, args...) }
-
-// notFound words a missing trace for a client.
-func notFound(id string) error {
-	return toolError("no trace %s in the store; list_traces or search_traces show the ids there are", id)
+	}, safe(s.log, s.runEvalTool))
 }
 
 func (s *Server) redactFn() func(*trace.Record) {
@@ -281,14 +258,17 @@ func (s *Server) view() view { return view{rd: s.redactFn(), maxValue: s.o.MaxVa
 
 // resolve finds the trace id or unique prefix id.
 func (s *Server) resolve(ctx context.Context, id string) (trace.TraceID, error) {
-	tid, err := tracesview.Resolve(ctx, s.o.Store, id)
-	if errors.Is(err, store.ErrNotFound) {
+	tid, err := tracesview.Resolve(ctx, s.st, id)
+	switch {
+	case err == nil:
+		return tid, nil
+	case errors.Is(err, store.ErrNotFound):
 		return tid, notFound(id)
+	case isStoreFailure(err):
+		return tid, s.storeError(ctx, "looking up trace_id "+clip(id), err)
 	}
-	if err != nil {
-		return tid, toolError("trace_id %q: %v", id, err)
-	}
-	return tid, nil
+	// A bad or ambiguous id: Resolve's message says which.
+	return tid, toolError("trace_id %q: %v", clip(id), err)
 }
 
 func (s *Server) getTraceTool(ctx context.Context, _ *mcp.CallToolRequest, in GetTraceInput) (*mcp.CallToolResult, GetTraceOutput, error) {
@@ -296,12 +276,12 @@ func (s *Server) getTraceTool(ctx context.Context, _ *mcp.CallToolRequest, in Ge
 	if err != nil {
 		return nil, GetTraceOutput{}, err
 	}
-	t, err := s.o.Store.Trace(ctx, id)
+	t, err := s.st.Trace(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, GetTraceOutput{}, notFound(in.TraceID)
 	}
 	if err != nil {
-		return nil, GetTraceOutput{}, toolError("reading trace %s from the store: %v; retry, or check the store with loupe traces show %s", id, err, id)
+		return nil, GetTraceOutput{}, s.storeError(ctx, "reading trace "+id.String(), err)
 	}
 	v := s.view()
 	out := GetTraceOutput{TraceSummary: summaryOf(&t.Summary)}
@@ -366,12 +346,12 @@ func (s *Server) listTracesTool(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	page, err := s.o.Store.List(ctx, store.ListQuery{
+	page, err := s.st.List(ctx, store.ListQuery{
 		Filter: store.Filter{WithoutTags: []string{store.TagEvaluation}},
 		Limit:  limit + 1, Offset: in.Offset,
 	})
 	if err != nil {
-		return nil, ListTracesOutput{}, toolError("listing traces: %v; retry, or check the store with loupe traces ls", err)
+		return nil, ListTracesOutput{}, s.storeError(ctx, "listing traces", err)
 	}
 	out := ListTracesOutput{Traces: []TraceSummary{}}
 	for i := range page.Traces {
@@ -399,7 +379,9 @@ func (s *Server) summary(sum *store.Summary) TraceSummary {
 func (s *Server) searchTracesTool(ctx context.Context, _ *mcp.CallToolRequest, in SearchTracesInput) (*mcp.CallToolResult, SearchTracesOutput, error) {
 	q, err := store.ParseQuery(in.Query)
 	if err != nil {
-		return nil, SearchTracesOutput{}, toolError("query %q: %v. Write words, \"phrases\" and filters key:value with keys %s", in.Query, err, strings.Join(store.QueryKeys, ", "))
+		// Every error of ParseQuery is the query's (a *store.QueryError):
+		// the client's to fix.
+		return nil, SearchTracesOutput{}, toolError("query %q: %v. Write words, \"phrases\" and filters key:value with keys %s", clip(in.Query), err, strings.Join(store.QueryKeys, ", "))
 	}
 	if in.StepType != "" {
 		if ts, ok := stepTypes[in.StepType]; ok {
@@ -428,7 +410,7 @@ func (s *Server) searchTracesTool(ctx context.Context, _ *mcp.CallToolRequest, i
 	}
 	if in.Success != nil && *in.Success {
 		if q.Status != "" && q.Status != string(trace.TerminationSuccess) {
-			return nil, SearchTracesOutput{}, toolError("success is true and the query has status:%s; give one", q.Status)
+			return nil, SearchTracesOutput{}, toolError("success is true and the query has status:%s; give one", clip(q.Status))
 		}
 		q.Status = string(trace.TerminationSuccess)
 	}
@@ -447,9 +429,9 @@ func (s *Server) searchTracesTool(ctx context.Context, _ *mcp.CallToolRequest, i
 		// Trace-level filters only: a listing.
 		lq := store.ListQuery{Filter: q.Filter, Limit: store.MaxLimit}
 		for {
-			page, err := s.o.Store.List(ctx, lq)
+			page, err := s.st.List(ctx, lq)
 			if err != nil {
-				return nil, SearchTracesOutput{}, toolError("searching traces: %v", err)
+				return nil, SearchTracesOutput{}, s.storeError(ctx, "searching traces", err)
 			}
 			for i := range page.Traces {
 				if !keep(&page.Traces[i]) {
@@ -474,9 +456,9 @@ func (s *Server) searchTracesTool(ctx context.Context, _ *mcp.CallToolRequest, i
 	sq := q
 	sq.Limit = store.MaxLimit
 	for pages := 0; pages < 20; pages++ {
-		page, err := s.o.Store.Search(ctx, sq)
+		page, err := s.st.Search(ctx, sq)
 		if err != nil {
-			return nil, SearchTracesOutput{}, toolError("searching traces: %v", err)
+			return nil, SearchTracesOutput{}, s.storeError(ctx, "searching traces", err)
 		}
 		for _, h := range page.Hits {
 			ms, seen := matches[h.TraceID]
@@ -499,9 +481,9 @@ func (s *Server) searchTracesTool(ctx context.Context, _ *mcp.CallToolRequest, i
 	}
 	for len(order) > 0 {
 		n := min(len(order), 500)
-		page, err := s.o.Store.List(ctx, store.ListQuery{Filter: store.Filter{IDs: order[:n]}, Limit: n})
+		page, err := s.st.List(ctx, store.ListQuery{Filter: store.Filter{IDs: order[:n]}, Limit: n})
 		if err != nil {
-			return nil, SearchTracesOutput{}, toolError("searching traces: %v", err)
+			return nil, SearchTracesOutput{}, s.storeError(ctx, "searching traces", err)
 		}
 		byID := map[trace.TraceID]*store.Summary{}
 		for i := range page.Traces {
@@ -526,11 +508,11 @@ func (s *Server) searchTracesTool(ctx context.Context, _ *mcp.CallToolRequest, i
 func (s *Server) deleteTraceTool(ctx context.Context, _ *mcp.CallToolRequest, in DeleteTraceInput) (*mcp.CallToolResult, DeleteTraceOutput, error) {
 	id, err := trace.ParseTraceID(strings.ToLower(in.TraceID))
 	if err != nil {
-		return nil, DeleteTraceOutput{}, toolError("trace_id %q: %v; give the full 32-digit id (list_traces shows it)", in.TraceID, err)
+		return nil, DeleteTraceOutput{}, toolError("trace_id %q is not a trace id: give the full id, 32 hex digits (list_traces shows it)", clip(in.TraceID))
 	}
-	n, err := s.o.Store.Delete(ctx, id)
+	n, err := s.st.Delete(ctx, id)
 	if err != nil {
-		return nil, DeleteTraceOutput{}, toolError("deleting trace %s: %v; retry later", id, err)
+		return nil, DeleteTraceOutput{}, s.storeError(ctx, "deleting trace "+id.String(), err)
 	}
 	if n == 0 {
 		return nil, DeleteTraceOutput{}, notFound(id.String())

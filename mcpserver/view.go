@@ -111,7 +111,7 @@ func (v view) steps(recs []trace.Record, withIO bool) []Step {
 			}
 			st := Step{
 				Index: len(out), StepID: start.SpanID.String(), Depth: depth, Name: start.Name, Type: string(start.Type),
-				Iteration: start.Iteration, DurationMS: ms(end.Duration), Detail: end.Status, Error: end.Error,
+				Iteration: start.Iteration, DurationMS: ms(end.Duration), Detail: end.Status, Error: truncate(end.Error, v.maxValue),
 			}
 			if st.Name == "" {
 				st.Name = end.Name
@@ -123,7 +123,7 @@ func (v view) steps(recs []trace.Record, withIO bool) []Step {
 			case end.Failed() || start.Error != "":
 				st.Status = "error"
 				if st.Error == "" {
-					st.Error = start.Error
+					st.Error = truncate(start.Error, v.maxValue)
 				}
 			case n.End == nil && !isPoint(start.Type):
 				st.Status = "running"

@@ -32,14 +32,14 @@ func criteria(q url.Values) (tracesview.Criteria, error) {
 	if v := q.Get("evaluations"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return c, fmt.Errorf("evaluations=%s: want true or false", v)
+			return c, fmt.Errorf("evaluations=%s: want true or false", clip(v, 40))
 		}
 		c.Evaluations = b
 	}
 	if v := q.Get("errors"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return c, fmt.Errorf("errors=%s: want true or false", v)
+			return c, fmt.Errorf("errors=%s: want true or false", clip(v, 40))
 		}
 		c.Errors = b
 	}
@@ -50,7 +50,7 @@ func criteria(q url.Values) (tracesview.Criteria, error) {
 		if v := q.Get(d.key); v != "" {
 			x, err := time.ParseDuration(v)
 			if err != nil || x < 0 {
-				return c, fmt.Errorf("%s=%s: want a duration such as 1.5s or 10m", d.key, v)
+				return c, fmt.Errorf("%s=%s: want a duration such as 1.5s or 10m", d.key, clip(v, 40))
 			}
 			*d.dst = x
 		}
@@ -62,7 +62,7 @@ func pageArgs(q url.Values) (limit int, cursor string, err error) {
 	if v := q.Get("limit"); v != "" {
 		limit, err = strconv.Atoi(v)
 		if err != nil || limit < 1 || limit > store.MaxLimit {
-			return 0, "", fmt.Errorf("limit=%s: want 1 to %d", v, store.MaxLimit)
+			return 0, "", fmt.Errorf("limit=%s: want 1 to %d", clip(v, 40), store.MaxLimit)
 		}
 	}
 	return limit, q.Get("cursor"), nil
@@ -84,7 +84,7 @@ func (s *Server) writePage(w http.ResponseWriter, r *http.Request, f store.Filte
 	if page.Traces == nil {
 		page.Traces = []store.Summary{}
 	}
-	writeJSON(w, http.StatusOK, page)
+	s.writeJSON(w, r, http.StatusOK, page)
 }
 
 // listTraces is GET /api/v1/traces: summaries, newest first, one page at
@@ -115,11 +115,12 @@ func (s *Server) listTraces(w http.ResponseWriter, r *http.Request) {
 	s.writePage(w, r, f)
 }
 
-// queryError answers a failed query: a bad cursor or filter is the
-// client's fault (400), anything else the store's (503).
+// queryError answers a failed query: a bad cursor, filter or query
+// (*store.QueryError) is the client's fault (400), anything else the
+// store's (503).
 func (s *Server) queryError(w http.ResponseWriter, r *http.Request, err error) {
-	if msg := err.Error(); strings.Contains(msg, "cursor") || strings.Contains(msg, "query") {
-		writeError(w, http.StatusBadRequest, msg)
+	if qe, ok := errors.AsType[*store.QueryError](err); ok {
+		writeError(w, http.StatusBadRequest, qe.Error())
 		return
 	}
 	s.storeError(w, r, err)
@@ -147,7 +148,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if page.Hits == nil {
 		page.Hits = []store.Hit{}
 	}
-	writeJSON(w, http.StatusOK, page)
+	s.writeJSON(w, r, http.StatusOK, page)
 }
 
 // TraceJSON is one trace as GET /api/v1/traces/{id} returns it: what
@@ -199,7 +200,7 @@ func (s *Server) getTrace(w http.ResponseWriter, r *http.Request) {
 	if t.Spans == nil {
 		t.Spans = []*store.Span{}
 	}
-	writeJSON(w, http.StatusOK, TraceJSON{tracesview.TraceJSON{Summary: t.Summary, Stats: t.Stats, Memory: t.Memory, Spans: t.Spans, Records: t.Records}, evals})
+	s.writeJSON(w, r, http.StatusOK, TraceJSON{tracesview.TraceJSON{Summary: t.Summary, Stats: t.Stats, Memory: t.Memory, Spans: t.Spans, Records: t.Records}, evals})
 }
 
 // deleteTrace is DELETE /api/v1/traces/{id} (full id only: deleting by
@@ -237,7 +238,7 @@ func (s *Server) aggregates(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	s.writeJSON(w, r, http.StatusOK, a)
 }
 
 // listEvaluations is GET /api/v1/evaluations: the evaluation runs stored
@@ -288,7 +289,7 @@ func (s *Server) getEvaluation(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Results = append(out.Results, row)
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, out)
 }
 
 //go:embed openapi.json

@@ -75,6 +75,9 @@ type ingestResult struct {
 // the first bad one is answered 400 with its index and field, and nothing
 // of the request is stored.
 func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
+	if !checkRecordType(w, r) {
+		return
+	}
 	b, err := s.readBody(w, r)
 	if err != nil {
 		s.answerBodyError(w, err)
@@ -85,7 +88,7 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 		var de *DecodeError
 		if errors.As(err, &de) {
 			i := de.Index
-			writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Index: &i, Field: de.Field})
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: clip(err.Error(), maxErrorText), Index: &i, Field: de.Field})
 			return
 		}
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -93,13 +96,14 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	for i := range recs {
 		r := &recs[i]
+		store.Sanitize(r)
 		r.Input = otlp.LimitValue(r.Input, s.o.MaxValueBytes)
 		r.Output = otlp.LimitValue(r.Output, s.o.MaxValueBytes)
 		r.Thinking = otlp.LimitValue(r.Thinking, s.o.MaxValueBytes)
 		if err := store.ValidateRecord(i, r); err != nil {
 			var re *store.RecordError
 			errors.As(err, &re)
-			writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("record %d: %v; nothing in this request was stored", i, re.Err), Index: &i, Field: fieldOf(re.Err)})
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: clip(fmt.Sprintf("record %d: %v; nothing in this request was stored", i, re.Err), maxErrorText), Index: &i, Field: re.Field})
 			return
 		}
 	}
@@ -111,27 +115,14 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ingestResult{Accepted: len(recs), Added: added})
 }
 
-// fieldOf names the field a store.ValidateRecord message is about.
-func fieldOf(err error) string {
-	msg := err.Error()
-	for _, f := range []string{"trace_id", "span_id", "seq", "time", "type"} {
-		if strings.HasPrefix(msg, f+" ") {
-			return f
-		}
-	}
-	if strings.Contains(msg, "record type") {
-		return "type"
-	}
-	return ""
-}
-
-// commit redacts recs, appends them in one transaction and, once they are
-// committed, hands them to the live streams.
+// commit repairs and redacts recs, appends them in one transaction and,
+// once they are committed, hands them to the live streams.
 func (s *Server) commit(r *http.Request, recs []trace.Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
 	for i := range recs {
+		store.Sanitize(&recs[i]) // OTLP strings arrive unchecked; records were already
 		if s.o.Redact != nil {
 			s.o.Redact(&recs[i])
 		}
@@ -263,7 +254,7 @@ func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
 	case "application/json":
 		isJSON = true
 	default:
-		writeStatus(w, false, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not OTLP: send application/x-protobuf or application/json", r.Header.Get("Content-Type")))
+		writeStatus(w, false, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not OTLP: send application/x-protobuf or application/json", clip(r.Header.Get("Content-Type"), 100)))
 		return
 	}
 	b, err := s.readBody(w, r)
@@ -297,13 +288,13 @@ func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("loupe serve: store error", "path", r.URL.Path, "err", err)
 		}
 		w.Header().Set("Retry-After", "1")
-		writeStatus(w, isJSON, http.StatusServiceUnavailable, "the store failed; retry later: "+err.Error())
+		writeStatus(w, isJSON, http.StatusServiceUnavailable, "the store failed; retry later (the server logged the details)")
 		return
 	}
 	var rejected int64
 	var msg string
 	if n := len(res.Rejected); n > 0 {
-		rejected, msg = int64(n), res.Rejected[0].Error()
+		rejected, msg = int64(n), clip(res.Rejected[0].Error(), 200)
 		if n > 1 {
 			msg += fmt.Sprintf(" (and %d more)", n-1)
 		}
@@ -346,6 +337,7 @@ func exportResponse(isJSON bool, rejected int64, msg string) []byte {
 // writeStatus writes an OTLP/HTTP error: a google.rpc.Status with the
 // gRPC code matching the HTTP status, in JSON or protobuf.
 func writeStatus(w http.ResponseWriter, isJSON bool, httpCode int, msg string) {
+	msg = clip(msg, maxErrorText)
 	code := 3 // INVALID_ARGUMENT
 	switch httpCode {
 	case http.StatusServiceUnavailable:

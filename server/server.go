@@ -27,11 +27,11 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -104,17 +104,54 @@ type Options struct {
 	// streamable HTTP, package mcpserver). With RequireKeys it needs an
 	// admin key: its tools run agents and delete traces.
 	MCP http.Handler
+
+	// Hosts are the host names (without port) the server answers besides
+	// loopback addresses, localhost and names under .localhost: its
+	// public names. A request naming any other Host is refused with 403,
+	// so that a web page cannot reach the server by rebinding its own
+	// name to the server's address (DNS rebinding). The check applies
+	// whenever RequireKeys is false, and with RequireKeys when Hosts is
+	// not empty.
+	Hosts []string
+
+	// TrustedOrigins are the browser origins ("https://ui.example.com")
+	// allowed to send state-changing requests (POST, DELETE) besides the
+	// server's own. Every other cross-origin request from a browser is
+	// refused with 403 (see http.CrossOriginProtection); programs, which
+	// send no Origin or Sec-Fetch-Site header, are not affected.
+	TrustedOrigins []string
+
+	// WriteTimeout bounds each write of an answer: a client that reads
+	// nothing for that long is disconnected. Zero means
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+
+	// MaxResponseBytes bounds the bytes of large answers (over 64 KiB)
+	// being sent at once; one more waits for room, then is refused with
+	// 503. Zero means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+
+	// MaxExpensive bounds the requests that load whole traces or search
+	// hits at once, and separately those that list or aggregate; more wait
+	// their turn (up to 30 s, then 503). Zero means twice GOMAXPROCS.
+	MaxExpensive int
 }
 
 // Server is the collector's http.Handler. Create it with New; it is safe
 // for concurrent use. Close ends the live streams (call it before
 // http.Server.Shutdown, which otherwise waits for them).
 type Server struct {
-	o    Options
-	mux  *http.ServeMux
-	hub  *hub
-	log  *slog.Logger
-	keys store.Settings // nil when the store keeps no settings
+	o      Options
+	mux    *http.ServeMux
+	hub    *hub
+	log    *slog.Logger
+	keys   store.Settings // nil when the store keeps no settings
+	cop    *http.CrossOriginProtection
+	budget *byteBudget
+	// Slots for the requests that load or compute much: light ones (trace
+	// lists, aggregates) and heavy ones (whole traces, search hits), so
+	// that a crowd asking for large traces cannot hold up the lists.
+	light, heavy slots
 }
 
 // New returns a Server for o.
@@ -134,7 +171,25 @@ func New(o Options) (*Server, error) {
 	if o.StreamBuffer <= 0 {
 		o.StreamBuffer = 8192
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), hub: newHub(o.StreamBuffer), log: o.Logger}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxExpensive <= 0 {
+		o.MaxExpensive = 2 * runtime.GOMAXPROCS(0)
+	}
+	s := &Server{
+		o: o, mux: http.NewServeMux(), hub: newHub(o.StreamBuffer), log: o.Logger,
+		cop: http.NewCrossOriginProtection(), budget: newByteBudget(o.MaxResponseBytes),
+		light: make(slots, o.MaxExpensive), heavy: make(slots, o.MaxExpensive),
+	}
+	for _, origin := range o.TrustedOrigins {
+		if err := s.cop.AddTrustedOrigin(origin); err != nil {
+			return nil, fmt.Errorf("server: trusted origin %q: %w", origin, err)
+		}
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -150,7 +205,7 @@ func New(o Options) (*Server, error) {
 	if o.MCP != nil {
 		// Not among routes(): it is no part of the JSON API that
 		// openapi.json describes. Every method goes to the MCP transport.
-		s.mux.Handle("/mcp", s.wrap(route{"/mcp", scopeAdmin, o.MCP.ServeHTTP}))
+		s.mux.Handle("/mcp", s.wrap(route{"/mcp", scopeAdmin, cheap, o.MCP.ServeHTTP}))
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
@@ -163,20 +218,29 @@ func New(o Options) (*Server, error) {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", clip(r.Method, 20), clip(r.URL.Path, 100), strings.Join(allow, ", ")))
 			return
 		}
 		if o.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/v1/") {
 			o.UI.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (see /api/v1/openapi.json)", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (see /api/v1/openapi.json)", clip(r.Method, 20), clip(r.URL.Path, 100)))
 	})
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Every request, the UI's included,
+// must name this server in its Host (see Options.Hosts), and a
+// state-changing one must not come from a page of another origin (see
+// Options.TrustedOrigins).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	clearWriteDeadline(w)
+	if !s.checkHost(w, r) || !s.checkOrigin(w, r) {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Close ends every live stream and refuses new ones. Ingest and the API
 // keep working.
@@ -210,26 +274,36 @@ const (
 type route struct {
 	pattern string // method and path, as http.ServeMux reads it
 	need    scope
+	cost    cost
 	h       http.HandlerFunc
 }
+
+// cost says which slots a route's requests wait for.
+type cost int
+
+const (
+	cheap cost = iota // no slot
+	light             // Server.light: bounded pages, aggregates
+	heavy             // Server.heavy: whole traces, search hits
+)
 
 // routes is every endpoint; the OpenAPI test checks it against
 // openapi.json.
 func (s *Server) routes() []route {
 	return []route{
-		{"GET /healthz", scopeNone, s.health},
-		{"POST /v1/records", scopeIngest, s.postRecords},
-		{"POST /v1/traces", scopeIngest, s.postOTLP},
-		{"GET /api/v1/traces", scopeRead, s.listTraces},
-		{"GET /api/v1/traces/{id}", scopeRead, s.getTrace},
-		{"DELETE /api/v1/traces/{id}", scopeAdmin, s.deleteTrace},
-		{"GET /api/v1/search", scopeRead, s.search},
-		{"GET /api/v1/aggregates", scopeRead, s.aggregates},
-		{"GET /api/v1/evaluations", scopeRead, s.listEvaluations},
-		{"GET /api/v1/evaluations/{id}", scopeRead, s.getEvaluation},
-		{"GET /api/v1/stream", scopeRead, s.streamAll},
-		{"GET /api/v1/traces/{id}/stream", scopeRead, s.streamTrace},
-		{"GET /api/v1/openapi.json", scopeNone, s.openAPI},
+		{"GET /healthz", scopeNone, cheap, s.health},
+		{"POST /v1/records", scopeIngest, cheap, s.postRecords},
+		{"POST /v1/traces", scopeIngest, cheap, s.postOTLP},
+		{"GET /api/v1/traces", scopeRead, light, s.listTraces},
+		{"GET /api/v1/traces/{id}", scopeRead, heavy, s.getTrace},
+		{"DELETE /api/v1/traces/{id}", scopeAdmin, cheap, s.deleteTrace},
+		{"GET /api/v1/search", scopeRead, heavy, s.search},
+		{"GET /api/v1/aggregates", scopeRead, light, s.aggregates},
+		{"GET /api/v1/evaluations", scopeRead, light, s.listEvaluations},
+		{"GET /api/v1/evaluations/{id}", scopeRead, heavy, s.getEvaluation},
+		{"GET /api/v1/stream", scopeRead, cheap, s.streamAll},
+		{"GET /api/v1/traces/{id}/stream", scopeRead, cheap, s.streamTrace},
+		{"GET /api/v1/openapi.json", scopeNone, cheap, s.openAPI},
 	}
 }
 
@@ -251,6 +325,22 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 		}
+		if rt.cost != cheap {
+			sl := s.light
+			if rt.cost == heavy {
+				sl = s.heavy
+			}
+			if err := sl.enter(r.Context()); err != nil {
+				if r.Context().Err() == nil {
+					w.Header().Set("Retry-After", "5")
+					writeError(w, http.StatusServiceUnavailable, "the server is busy with other large requests; retry in a few seconds")
+				}
+				return
+			}
+			hold := &slotHold{leave: sl.leave}
+			defer hold.release()
+			r = r.WithContext(context.WithValue(r.Context(), slotKey{}, hold))
+		}
 		rt.h(w, r)
 	})
 }
@@ -267,18 +357,6 @@ type errorBody struct {
 	Field string `json:"field,omitempty"` // /v1/records: the bad field
 }
 
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, errorBody{Error: msg})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	_ = enc.Encode(v)
-}
-
 // storeError answers a failed store call: 404 for a missing trace, 400 for
 // a rejected record, 503 (retry later) for anything else, so that senders
 // retry rather than drop.
@@ -287,20 +365,21 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 	var sv *store.SchemaVersionError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
+		// Not err's text: the store's messages name its file.
+		writeError(w, http.StatusNotFound, clip(r.URL.Path, 100)+": not found")
 	case errors.As(err, &re):
 		i := re.Index
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Index: &i})
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: clip(err.Error(), maxErrorText), Index: &i, Field: re.Field})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		writeError(w, 499, "request canceled")
 	case errors.As(err, &sv):
 		s.log.Error("loupe serve: store is read-only", "err", err)
 		w.Header().Set("Retry-After", "60")
-		writeError(w, http.StatusServiceUnavailable, "the store cannot be written: "+err.Error())
+		writeError(w, http.StatusServiceUnavailable, "the store cannot be written by this version of loupe (its schema is newer); the server logged the details")
 	default:
 		s.log.Error("loupe serve: store error", "method", r.Method, "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "the store failed; retry later: "+err.Error())
+		writeError(w, http.StatusServiceUnavailable, "the store failed; retry later (the server logged the details)")
 	}
 }

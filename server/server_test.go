@@ -154,7 +154,7 @@ func TestPostRecords(t *testing.T) {
 		}
 	}
 	// A resend is acknowledged and stores nothing new.
-	if code, body, _ := e.do("POST", "/v1/records", "", ndjson(a)); code != 200 || string(body) != `{"accepted":4,"added":0}`+"\n" {
+	if code, body, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(a)); code != 200 || string(body) != `{"accepted":4,"added":0}`+"\n" {
 		t.Errorf("resend: %d %s", code, body)
 	}
 }
@@ -301,22 +301,25 @@ func TestPostOTLP(t *testing.T) {
 	}
 }
 
-// failingStore fails every Append, as a full disk would.
+// failingStore fails every Append, as a full disk would, with an error
+// that names the store's file and DSN, which no answer may show.
 type failingStore struct{ store.Store }
 
+const storeSecret = "/secret/dir/loupe.db postgres://loupe:hunter2@db.internal/loupe"
+
 func (failingStore) Append(context.Context, []trace.Record) (int, error) {
-	return 0, errors.New("disk full")
+	return 0, errors.New("disk full writing " + storeSecret)
 }
 
 func TestStoreErrorIs503(t *testing.T) {
 	e := newEnv(t, Options{Store: failingStore{openStore(t)}})
-	code, body, resp := e.do("POST", "/v1/records", "", ndjson(run(5, "x")))
-	if code != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "disk full") {
+	code, body, resp := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(run(5, "x")))
+	if code != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "retry later") || strings.Contains(string(body), "secret") {
 		t.Errorf("records: %d %s", code, body)
 	}
 	_, b := otlpFile(t, "genai.json")
 	code, body, resp = e.do("POST", "/v1/traces", "application/json", b)
-	if code != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":14`) {
+	if code != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":14`) || strings.Contains(string(body), "secret") {
 		t.Errorf("otlp: %d %s", code, body)
 	}
 }
@@ -328,7 +331,7 @@ func TestAPI(t *testing.T) {
 		for j := range recs {
 			recs[j].Time = recs[j].Time.Add(time.Duration(i) * time.Minute)
 		}
-		if code, body, _ := e.do("POST", "/v1/records", "", ndjson(recs)); code != 200 {
+		if code, body, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs)); code != 200 {
 			t.Fatalf("%d %s", code, body)
 		}
 	}
@@ -441,10 +444,11 @@ func TestKeys(t *testing.T) {
 			hdr = []string{"Authorization", tt.key}
 		}
 		var body []byte
+		ctype := ""
 		if tt.method == "POST" {
-			body = recs
+			body, ctype = recs, "application/x-ndjson"
 		}
-		if code, b, _ := e.do(tt.method, tt.path, "", body, hdr...); code != tt.code {
+		if code, b, _ := e.do(tt.method, tt.path, ctype, body, hdr...); code != tt.code {
 			t.Errorf("%.12s %s %s: %d %s, want %d", tt.key, tt.method, tt.path, code, b, tt.code)
 		}
 	}
@@ -456,7 +460,7 @@ func TestKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.key = keys[ScopeIngest]
-	if code, _, _ := e.do("POST", "/v1/records", "", recs); code != 401 {
+	if code, _, _ := e.do("POST", "/v1/records", "application/x-ndjson", recs); code != 401 {
 		t.Errorf("revoked key: %d", code)
 	}
 	if kid, _ := keyID(keys[ScopeIngest]); RevokeKey(ctx, st, kid) == nil {
@@ -522,7 +526,7 @@ func TestStreams(t *testing.T) {
 	recs := run(7, "live")
 	id := recs[0].TraceID.String()
 	// The first two records are stored before anyone watches.
-	if code, _, _ := e.do("POST", "/v1/records", "", ndjson(recs[:2])); code != 200 {
+	if code, _, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs[:2])); code != 200 {
 		t.Fatal(code)
 	}
 	all := e.stream(t, "/api/v1/stream", "")
@@ -532,7 +536,7 @@ func TestStreams(t *testing.T) {
 			t.Fatalf("backlog %d: %+v", i, ev)
 		}
 	}
-	if code, _, _ := e.do("POST", "/v1/records", "", ndjson(recs[2:3])); code != 200 {
+	if code, _, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs[2:3])); code != 200 {
 		t.Fatal(code)
 	}
 	ev := one.next()
@@ -545,7 +549,7 @@ func TestStreams(t *testing.T) {
 	}
 	// Disconnect, miss the end, reconnect with Last-Event-ID.
 	one.resp.Body.Close()
-	if code, _, _ := e.do("POST", "/v1/records", "", ndjson(recs[3:])); code != 200 {
+	if code, _, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs[3:])); code != 200 {
 		t.Fatal(code)
 	}
 	again := e.stream(t, "/api/v1/traces/"+id+"/stream", ev.id)
@@ -578,7 +582,7 @@ func TestRedactHook(t *testing.T) {
 		r.Input = trace.Value(`"[redacted]"`)
 	}})
 	recs := run(8, "secret")
-	if code, _, _ := e.do("POST", "/v1/records", "", ndjson(recs)); code != 200 {
+	if code, _, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs)); code != 200 {
 		t.Fatal(code)
 	}
 	tr, err := e.st.Trace(context.Background(), recs[0].TraceID)
@@ -604,7 +608,7 @@ func TestEvaluations(t *testing.T) {
 		{V: 1, TraceID: tid, SpanID: root, Seq: 3, Time: t0.Add(time.Second), Type: trace.TypeRunEnd, Name: "loupe eval", Status: "success", Duration: time.Second},
 	}
 	for _, recs := range [][]trace.Record{graded, evalRecs} {
-		if code, body, _ := e.do("POST", "/v1/records", "", ndjson(recs)); code != 200 {
+		if code, body, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs)); code != 200 {
 			t.Fatalf("%d %s", code, body)
 		}
 	}
@@ -633,7 +637,7 @@ func TestValueLimit(t *testing.T) {
 	e := newEnv(t, Options{MaxValueBytes: 100})
 	recs := run(11, "big")
 	recs[1].Output = trace.Text(strings.Repeat("é", 300))
-	if code, body, _ := e.do("POST", "/v1/records", "", ndjson(recs)); code != 200 {
+	if code, body, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs)); code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}
 	tr, err := e.st.Trace(context.Background(), recs[0].TraceID)
@@ -731,7 +735,7 @@ func TestIngestPricesModelCalls(t *testing.T) {
 		{V: 1, TraceID: tid, SpanID: trace.SpanID{1}, Seq: 1, Time: t0, Type: trace.TypeRunStart, Name: "agent"},
 		call(2, "m-priced", 0), call(3, "m-priced", 0.5), call(4, "m-unknown", 0),
 	}
-	if code, body, _ := e.do("POST", "/v1/records", "", ndjson(recs)); code != 200 {
+	if code, body, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs)); code != 200 {
 		t.Fatalf("POST /v1/records: %d %s", code, body)
 	}
 	got, err := e.st.Trace(context.Background(), tid)

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -210,10 +212,11 @@ func (h *hub) close() {
 // and clients see it alive.
 const heartbeat = 15 * time.Second
 
-// sse prepares w for an event stream.
-func sse(w http.ResponseWriter) (http.Flusher, bool) {
-	f, ok := w.(http.Flusher)
-	if !ok {
+// sse prepares w for an event stream. Writes to the returned writer
+// have a deadline each (Options.WriteTimeout), so a client that stops
+// reading ends its stream rather than holding it.
+func (s *Server) sse(w http.ResponseWriter) (*deadlineWriter, bool) {
+	if _, ok := w.(http.Flusher); !ok {
 		writeError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
 		return nil, false
 	}
@@ -221,13 +224,13 @@ func sse(w http.ResponseWriter) (http.Flusher, bool) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	dw := newDeadlineWriter(w, s.o.WriteTimeout)
 	// Tell clients how soon to reconnect.
-	fmt.Fprint(w, "retry: 1000\n\n")
-	f.Flush()
-	return f, true
+	fmt.Fprint(dw, "retry: 1000\n\n")
+	return dw, dw.flush() == nil
 }
 
-func writeEvent(w http.ResponseWriter, id, kind string, data []byte) error {
+func writeEvent(w io.Writer, id, kind string, data []byte) error {
 	_, err := fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", id, kind, data)
 	return err
 }
@@ -238,17 +241,19 @@ func writeEvent(w http.ResponseWriter, id, kind string, data []byte) error {
 func (s *Server) streamAll(w http.ResponseWriter, r *http.Request) {
 	sb, missed, _, _ := s.hub.subscribe(trace.TraceID{}, lastEventID(r))
 	defer s.hub.unsubscribe(sb)
-	f, ok := sse(w)
+	dw, ok := s.sse(w)
 	if !ok {
 		return
 	}
 	for _, e := range missed {
-		if writeEvent(w, s.hub.id(e.n), e.kind, e.data) != nil {
+		if writeEvent(dw, s.hub.id(e.n), e.kind, e.data) != nil {
 			return
 		}
 	}
-	f.Flush()
-	s.pump(w, r, f, sb, nil)
+	if dw.flush() != nil {
+		return
+	}
+	s.pump(dw, r, sb, nil)
 }
 
 // streamTrace is /api/v1/traces/{id}/stream: the trace's records, one
@@ -277,29 +282,33 @@ func (s *Server) streamTrace(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	f, ok := sse(w)
+	dw, ok := s.sse(w)
 	if !ok {
 		return
 	}
+	bw := bufio.NewWriterSize(dw, 32<<10)
 	for i := range backlog {
 		sent[backlog[i].Seq] = true
-		if writeEvent(w, now, "record", backlog[i].AppendJSON(nil)) != nil {
+		if writeEvent(bw, now, "record", backlog[i].AppendJSON(nil)) != nil {
 			return
 		}
 	}
+	backlog = nil // the live part may last: let the collector have it
 	for _, e := range missed {
 		sent[e.seq] = true
-		if writeEvent(w, s.hub.id(e.n), e.kind, e.data) != nil {
+		if writeEvent(bw, s.hub.id(e.n), e.kind, e.data) != nil {
 			return
 		}
 	}
-	f.Flush()
-	s.pump(w, r, f, sb, sent)
+	if bw.Flush() != nil || dw.flush() != nil {
+		return
+	}
+	s.pump(dw, r, sb, sent)
 }
 
 // pump writes live events until the client leaves or the hub drops the
 // subscriber; sent (if not nil) skips records already written.
-func (s *Server) pump(w http.ResponseWriter, r *http.Request, f http.Flusher, sb *sub, sent map[uint64]bool) {
+func (s *Server) pump(w *deadlineWriter, r *http.Request, sb *sub, sent map[uint64]bool) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
@@ -307,10 +316,9 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, f http.Flusher, sb
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || w.flush() != nil {
 				return
 			}
-			f.Flush()
 		case e, ok := <-sb.ch:
 			if !ok {
 				return // dropped or shutting down: the client reconnects
@@ -321,10 +329,9 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, f http.Flusher, sb
 				}
 				sent[e.seq] = true
 			}
-			if writeEvent(w, s.hub.id(e.n), e.kind, e.data) != nil {
+			if writeEvent(w, s.hub.id(e.n), e.kind, e.data) != nil || w.flush() != nil {
 				return
 			}
-			f.Flush()
 		}
 	}
 }

@@ -16,6 +16,115 @@ import (
 // Query.String writes them.
 var QueryKeys = []string{"id", "name", "status", "since", "until", "tag", "model", "tool", "type", "min_duration", "max_duration", "has"}
 
+// The limits of a query, which ParseQuery and the stores (through
+// Filter.Validate and Query.Validate) enforce before any SQL is built:
+// each term of a query is a condition of the statement a store runs, and
+// databases bound how many they take (SQLite's expression depth, for one).
+const (
+	// MaxQueryTerms bounds the terms of a search query (filters, words
+	// and phrases), and each list of a Filter or Query that becomes one
+	// condition per element: Tags, WithoutTags, Types, and Words and
+	// Phrases together.
+	MaxQueryTerms = 64
+	// MaxQueryBytes bounds the length of a search query, and the text of
+	// a Query (its Words and Phrases together).
+	MaxQueryBytes = 4 << 10
+	// MaxFilterIDs bounds Filter.IDs, which become one list of
+	// parameters.
+	MaxFilterIDs = MaxLimit
+)
+
+// A QueryError is a query that a store refuses because of the query
+// itself, not because the store failed: it does not parse, it goes beyond
+// a limit (MaxQueryTerms, MaxQueryBytes, MaxFilterIDs), or its page cursor
+// is not one the store handed out. ParseQuery returns one for every
+// error, and List, Search and Export return one for such a query, so
+// that a server can answer it as the client's fault (HTTP 400) with
+// errors.As rather than by matching messages.
+type QueryError struct {
+	Err error // what is wrong with the query
+}
+
+// Error returns Err's message.
+func (e *QueryError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *QueryError) Unwrap() error { return e.Err }
+
+// queryErrorf returns a *QueryError with a formatted message.
+func queryErrorf(format string, args ...any) error {
+	return &QueryError{Err: fmt.Errorf(format, args...)}
+}
+
+// Validate checks that f is within the limits a store answers: at most
+// MaxFilterIDs IDs, at most MaxQueryTerms Tags and as many WithoutTags,
+// and text (names, tags) that is valid UTF-8 without NUL bytes, which
+// PostgreSQL cannot compare. The error is a *QueryError naming the limit
+// or the field. Stores call it before they build a query; a caller may
+// call it to check a filter early.
+func (f *Filter) Validate() error {
+	switch {
+	case len(f.IDs) > MaxFilterIDs:
+		return queryErrorf("filter: %d trace ids are more than the limit of %d", len(f.IDs), MaxFilterIDs)
+	case len(f.Tags) > MaxQueryTerms:
+		return queryErrorf("filter: %d tags are more than the limit of %d", len(f.Tags), MaxQueryTerms)
+	case len(f.WithoutTags) > MaxQueryTerms:
+		return queryErrorf("filter: %d excluded tags are more than the limit of %d", len(f.WithoutTags), MaxQueryTerms)
+	}
+	for _, v := range [...]struct{ name, s string }{{"name", f.Name}, {"status", f.Status}, {"model", f.Model}, {"tool", f.Tool}, {"id prefix", f.IDPrefix}} {
+		if !isText(v.s) {
+			return queryErrorf("filter: %s %q is not valid UTF-8 text without NUL bytes", v.name, v.s)
+		}
+	}
+	for _, tags := range [...][]string{f.Tags, f.WithoutTags} {
+		for _, t := range tags {
+			if !isText(t) {
+				return queryErrorf("filter: tag %q is not valid UTF-8 text without NUL bytes", t)
+			}
+		}
+	}
+	return nil
+}
+
+// isText reports whether s is valid UTF-8 without NUL bytes.
+func isText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
+
+// Validate checks q's Filter (Filter.Validate) and its Offset, which must
+// not be negative. The error is a *QueryError.
+func (q *ListQuery) Validate() error {
+	if q.Offset < 0 {
+		return queryErrorf("offset %d is negative", q.Offset)
+	}
+	return q.Filter.Validate()
+}
+
+// Validate checks that q is within the limits a store answers: its
+// Filter's (Filter.Validate), at most MaxQueryTerms Words and Phrases
+// together and MaxQueryTerms Types, and at most MaxQueryBytes of text in
+// its Words and Phrases. The error is a *QueryError naming the limit.
+func (q *Query) Validate() error {
+	if err := q.Filter.Validate(); err != nil {
+		return err
+	}
+	if n := len(q.Words) + len(q.Phrases); n > MaxQueryTerms {
+		return queryErrorf("query: %d words and phrases are more than the limit of %d", n, MaxQueryTerms)
+	}
+	if len(q.Types) > MaxQueryTerms {
+		return queryErrorf("query: %d record types are more than the limit of %d", len(q.Types), MaxQueryTerms)
+	}
+	n := 0
+	for _, w := range q.Words {
+		n += len(w)
+	}
+	for _, p := range q.Phrases {
+		n += len(p)
+	}
+	if n > MaxQueryBytes {
+		return queryErrorf("query: its words and phrases are %d bytes long, more than the limit of %d", n, MaxQueryBytes)
+	}
+	return nil
+}
+
 // ParseQuery parses a search query relative to the current time. See
 // ParseQueryAt.
 func ParseQuery(s string) (Query, error) { return ParseQueryAt(s, time.Now()) }
@@ -43,20 +152,40 @@ func ParseQuery(s string) (Query, error) { return ParseQueryAt(s, time.Now()) }
 // typo is not silently searched as text; quote it to search for it. The
 // parser never panics and its result carries values only: backends pass
 // them to the database as parameters, never as SQL text.
+//
+// A query is at most MaxQueryBytes long and has at most MaxQueryTerms
+// terms. Every error is a *QueryError.
 func ParseQueryAt(s string, now time.Time) (Query, error) {
+	q, err := parseQuery(s, now)
+	if err != nil {
+		return Query{}, &QueryError{Err: err}
+	}
+	return q, nil
+}
+
+func parseQuery(s string, now time.Time) (Query, error) {
 	var q Query
+	if len(s) > MaxQueryBytes {
+		return Query{}, fmt.Errorf("query: is %d bytes long, more than the limit of %d", len(s), MaxQueryBytes)
+	}
 	if !utf8.ValidString(s) {
 		return Query{}, fmt.Errorf("query is not valid UTF-8")
 	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return Query{}, fmt.Errorf("query holds a NUL byte")
+	}
 	seen := map[string]bool{}
 	p := &lexer{s: s}
-	for {
+	for terms := 0; ; terms++ {
 		tok, ok, err := p.next()
 		if err != nil {
 			return Query{}, err
 		}
 		if !ok {
 			break
+		}
+		if terms == MaxQueryTerms {
+			return Query{}, fmt.Errorf("query: has more than %d terms, the limit; narrow it down", MaxQueryTerms)
 		}
 		if tok.key == "" {
 			if tok.quoted {
@@ -287,7 +416,8 @@ func (p *lexer) quoted() (string, error) {
 }
 
 // String formats q in the syntax ParseQuery reads; parsing the result gives
-// q back (times are written in RFC 3339).
+// q back (times are written in RFC 3339), provided it is within the limits
+// (MaxQueryBytes, MaxQueryTerms).
 func (q Query) String() string {
 	var parts []string
 	add := func(k, v string) { parts = append(parts, k+":"+quoteIfNeeded(v)) }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,12 +60,87 @@ func TestParseQueryErrors(t *testing.T) {
 		{"tool:", "has no value"},
 		{"has:money", "only has:errors"},
 		{"id:xyz", "want 32 hex digits"},
+		{"name:a\x00b", "query holds a NUL byte"},
+		{"\xff", "query is not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		_, err := ParseQueryAt(tt.in, qnow)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseQuery(%q) error = %v, want it to contain %q", tt.in, err, tt.want)
+		var qe *QueryError
+		if !errors.As(err, &qe) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseQuery(%q) error = %v, want a *QueryError containing %q", tt.in, err, tt.want)
 		}
+	}
+}
+
+func TestParseQueryLimits(t *testing.T) {
+	terms := func(n int, term string) string { return strings.TrimSpace(strings.Repeat(term+" ", n)) }
+	for _, tt := range []struct {
+		in   string
+		want string // "" for no error
+	}{
+		{terms(MaxQueryTerms, "w"), ""},
+		{terms(MaxQueryTerms, "tag:a"), ""},
+		{terms(MaxQueryTerms-1, "w") + ` "a phrase"`, ""},
+		{strings.Repeat("x", MaxQueryBytes), ""},
+		{terms(MaxQueryTerms+1, "w"), "query: has more than 64 terms, the limit; narrow it down"},
+		{terms(MaxQueryTerms, "tag:a") + ` ""`, "more than 64 terms"},
+		{terms(500, "tag:a"), "more than 64 terms"},
+		{strings.Repeat("x", MaxQueryBytes+1), "query: is 4097 bytes long, more than the limit of 4096"},
+		{terms(5000, "w"), "bytes long"},
+	} {
+		q, err := ParseQueryAt(tt.in, qnow)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("ParseQuery(%.40q…) = %v, want no error", tt.in, err)
+			} else if err := q.Validate(); err != nil {
+				t.Errorf("ParseQuery(%.40q…) is beyond the limits: %v", tt.in, err)
+			}
+			continue
+		}
+		var qe *QueryError
+		if !errors.As(err, &qe) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseQuery(%.40q…) error = %v, want a *QueryError containing %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestFilterValidate(t *testing.T) {
+	many := make([]string, MaxQueryTerms+1)
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"zero filter", (&Filter{}).Validate(), ""},
+		{"tags at the limit", (&Filter{Tags: many[1:], WithoutTags: many[1:]}).Validate(), ""},
+		{"tags", (&Filter{Tags: many}).Validate(), "filter: 65 tags are more than the limit of 64"},
+		{"excluded tags", (&Filter{WithoutTags: many}).Validate(), "filter: 65 excluded tags are more than the limit of 64"},
+		{"ids", (&Filter{IDs: make([]trace.TraceID, MaxFilterIDs+1)}).Validate(), "filter: 10001 trace ids are more than the limit of 10000"},
+		{"list offset", (&ListQuery{Offset: -2}).Validate(), "offset -2 is negative"},
+		{"list tags", (&ListQuery{Filter: Filter{Tags: many}}).Validate(), "filter: 65 tags are more than the limit of 64"},
+		{"query tags", (&Query{Filter: Filter{Tags: many}}).Validate(), "filter: 65 tags are more than the limit of 64"},
+		{"words", (&Query{Words: many[1:], Phrases: []string{"x"}}).Validate(), "query: 65 words and phrases are more than the limit of 64"},
+		{"types", (&Query{Types: make([]trace.Type, MaxQueryTerms+1)}).Validate(), "query: 65 record types are more than the limit of 64"},
+		{"text", (&Query{Words: []string{strings.Repeat("x", MaxQueryBytes)}, Phrases: []string{"y"}}).Validate(), "query: its words and phrases are 4097 bytes long, more than the limit of 4096"},
+		{"NUL in a name", (&Filter{Name: "a\x00b"}).Validate(), `filter: name "a\x00b" is not valid UTF-8 text without NUL bytes`},
+		{"invalid UTF-8 in a tag", (&Filter{WithoutTags: []string{"ok", "\xff"}}).Validate(), `filter: tag "\xff" is not valid UTF-8 text without NUL bytes`},
+		{"query at the limits", (&Query{Words: []string{strings.Repeat("x", MaxQueryBytes)}, Types: make([]trace.Type, MaxQueryTerms)}).Validate(), ""},
+	} {
+		if tt.want == "" {
+			if tt.err != nil {
+				t.Errorf("%s: %v, want nil", tt.name, tt.err)
+			}
+			continue
+		}
+		var qe *QueryError
+		if !errors.As(tt.err, &qe) || tt.err.Error() != tt.want {
+			t.Errorf("%s: %v, want a *QueryError %q", tt.name, tt.err, tt.want)
+		}
+	}
+	// Unwrap gives the reason.
+	reason := errors.New("why")
+	if err := error(&QueryError{Err: reason}); !errors.Is(err, reason) || err.Error() != "why" {
+		t.Errorf("QueryError does not wrap its reason: %v", err)
 	}
 }
 
@@ -87,7 +163,16 @@ func FuzzParseQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		q, err := ParseQueryAt(s, qnow)
 		if err != nil {
+			if qe := (*QueryError)(nil); !errors.As(err, &qe) {
+				t.Fatalf("ParseQuery(%q) error %v is a %T, not a *QueryError", s, err, err)
+			}
 			return
+		}
+		if err := q.Validate(); err != nil {
+			t.Fatalf("ParseQuery(%q) gave a query beyond the limits: %v", s, err)
+		}
+		if len(q.String()) > MaxQueryBytes {
+			return // written longer than it was read (quotes, times): too long to read back
 		}
 		back, err := ParseQueryAt(q.String(), qnow)
 		if err != nil {

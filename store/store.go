@@ -15,8 +15,19 @@
 // their parent's counter). Appending a record whose (trace id, seq) is
 // already stored does nothing, whatever its other fields: the first write
 // wins. That makes retries and re-imports safe. Records with a zero trace
-// id, a zero span id, a zero seq or an unknown type are rejected with a
-// *RecordError naming the record; the batch they came in is not stored.
+// id, a zero span id, a zero seq, an unknown type or numbers out of range
+// (ValidateRecord) are rejected with a *RecordError naming the record; the
+// batch they came in is not stored. Records from outside the process go
+// through Sanitize first, which repairs and bounds their text.
+//
+// # Queries
+//
+// A query that does not parse, that goes beyond the limits
+// (MaxQueryTerms, MaxQueryBytes, MaxFilterIDs) or whose page cursor is not
+// one the store handed out is refused with a *QueryError, before any SQL
+// is built: the caller's fault, not the store's. The sums a store reports
+// (tokens, costs, durations, lost records) never wrap: they stop at
+// math.MaxInt64 (costs at math.MaxFloat64), and are never negative.
 package store
 
 import (
@@ -49,18 +60,23 @@ type Store interface {
 	Trace(ctx context.Context, id trace.TraceID) (*Trace, error)
 
 	// List returns summaries of the traces matching q, newest (latest
-	// start) first, one page at a time.
+	// start) first, one page at a time. A query beyond the limits
+	// (ListQuery.Validate) or with a bad cursor is refused with a
+	// *QueryError.
 	List(ctx context.Context, q ListQuery) (ListPage, error)
 
 	// Search returns the records matching q's text and filters, most
 	// recently stored first (for records appended as they happen, newest
-	// first), each hit saying where the text matched.
+	// first), each hit saying where the text matched. A query beyond the
+	// limits (Query.Validate) or with a bad cursor is refused with a
+	// *QueryError.
 	Search(ctx context.Context, q Query) (SearchPage, error)
 
 	// Export yields every record of the traces matching f, trace by trace
 	// (oldest trace first) and in seq order within a trace, without
 	// holding them all in memory. Iteration stops at the first error,
-	// which is yielded with a zero Record.
+	// which is yielded with a zero Record; a filter beyond the limits
+	// (Filter.Validate) yields a *QueryError.
 	Export(ctx context.Context, f Filter) iter.Seq2[trace.Record, error]
 
 	// Delete removes the given traces and all their records and returns
@@ -88,6 +104,7 @@ type RecordError struct {
 	TraceID trace.TraceID // the record's trace id (may be zero)
 	Seq     uint64        // the record's seq (may be zero)
 	Type    trace.Type
+	Field   string // the field at fault as the record's JSON names it ("seq", "usage.cost_usd"), "" if not one field
 	Err     error
 }
 
@@ -100,31 +117,101 @@ func (e *RecordError) Error() string {
 // Unwrap returns the reason the record was rejected.
 func (e *RecordError) Unwrap() error { return e.Err }
 
+// The ranges of a record's numbers that ValidateRecord accepts. They are
+// far beyond what a real run reports, and small enough that the sums a
+// store keeps of them (per trace, per model, per tool, over a time range)
+// stay within their types: 2^23 (over 8 million) counts of MaxTokens still
+// sum within an int64, and a store's sums stop at math.MaxInt64 (costs at
+// math.MaxFloat64) rather than wrap, whatever was stored before these
+// checks. Numbers are also never negative.
+const (
+	// MaxTokens bounds each token count of a record's Usage (input,
+	// output, cached, reasoning): 2^40, about 1.1 trillion.
+	MaxTokens = 1 << 40
+	// MaxCostUSD bounds a record's Usage.CostUSD: a billion dollars for
+	// one call. NaN and infinities are refused too: JSON cannot hold them.
+	MaxCostUSD = 1e9
+	// MaxRecordDuration bounds a record's Duration: ten years (of 365
+	// days).
+	MaxRecordDuration = 10 * 365 * 24 * time.Hour
+	// MaxIteration bounds a record's Iteration: the largest 32-bit
+	// integer, so that every system a record is exported to can hold it.
+	MaxIteration = math.MaxInt32
+	// MaxDepth bounds a record's Depth, the nesting of runs: 65536.
+	MaxDepth = 1 << 16
+)
+
 // ValidateRecord checks what a store needs of a record: non-zero trace id,
-// span id and seq, and a known type. Backends call it on every record
-// before storing a batch.
+// span id and seq, a known type, a time (and a start, the time minus the
+// duration) that nanosecond timestamps hold, a version this build reads,
+// and numbers within their ranges (MaxTokens, MaxCostUSD,
+// MaxRecordDuration, MaxIteration, MaxDepth), so that every record a store
+// accepts can be read back (trace.DecodeRecord) and summed. Backends call
+// it on every record before storing a batch.
+//
+// The error is a *RecordError whose Field is the field at fault as the
+// record's JSON names it ("trace_id", "usage.input_tokens",
+// "duration_ns", …), and whose Err's message begins with that name and a
+// space (except for an unknown type: "unknown record type …"), e.g.
+//
+//	usage.input_tokens 9223372036854775807 is out of range (0 to 1099511627776)
+//
+// ValidateRecord checks numbers and identity, not text: Sanitize repairs
+// and bounds a record's strings and values, and callers that take records
+// from outside the process call it first.
 func ValidateRecord(i int, r *trace.Record) error {
-	var err error
-	switch {
-	case r.TraceID.IsZero():
-		err = errors.New("trace_id is zero; every record needs a trace id")
-	case r.SpanID.IsZero():
-		err = errors.New("span_id is zero; every record needs a span id")
-	case r.Seq == 0:
-		err = errors.New("seq is zero; seq numbers start at 1 and identify a record within its trace")
-	case !r.Type.Valid():
-		err = fmt.Errorf("unknown record type %q", r.Type)
-	case r.Seq > math.MaxInt64:
-		err = fmt.Errorf("seq %d is too large (at most %d)", r.Seq, int64(math.MaxInt64))
-	case r.Time.IsZero():
-		err = errors.New("time is zero")
-	case r.Time.Year() < 1678 || r.Time.Year() > 2261:
-		err = fmt.Errorf("time %s is outside the years 1678-2261 that nanosecond timestamps hold", r.Time.Format(time.RFC3339))
-	}
-	if err != nil {
-		return &RecordError{Index: i, TraceID: r.TraceID, Seq: r.Seq, Type: r.Type, Err: err}
+	if field, err := checkRecord(r); err != nil {
+		return &RecordError{Index: i, TraceID: r.TraceID, Seq: r.Seq, Type: r.Type, Field: field, Err: err}
 	}
 	return nil
+}
+
+// checkRecord returns the field at fault in r and why, or "", nil.
+func checkRecord(r *trace.Record) (field string, err error) {
+	switch {
+	case r.TraceID.IsZero():
+		return "trace_id", errors.New("trace_id is zero; every record needs a trace id")
+	case r.SpanID.IsZero():
+		return "span_id", errors.New("span_id is zero; every record needs a span id")
+	case r.Seq == 0:
+		return "seq", errors.New("seq is zero; seq numbers start at 1 and identify a record within its trace")
+	case !r.Type.Valid():
+		return "type", fmt.Errorf("unknown record type %q", r.Type)
+	case r.Seq > math.MaxInt64:
+		return "seq", fmt.Errorf("seq %d is too large (at most %d)", r.Seq, int64(math.MaxInt64))
+	case r.Time.IsZero():
+		return "time", errors.New("time is zero")
+	case r.Time.Year() < 1678 || r.Time.Year() > 2261:
+		return "time", fmt.Errorf("time %s is outside the years 1678-2261 that nanosecond timestamps hold", r.Time.Format(time.RFC3339))
+	case r.V < 0 || r.V > trace.Version:
+		return "v", fmt.Errorf("v %d is out of range (0 to %d; 0 means %d)", r.V, trace.Version, trace.Version)
+	}
+	u := &r.Usage
+	for _, f := range [...]struct {
+		name   string
+		v, max int64
+	}{
+		{"iteration", int64(r.Iteration), MaxIteration},
+		{"depth", int64(r.Depth), MaxDepth},
+		{"duration_ns", int64(r.Duration), int64(MaxRecordDuration)},
+		{"usage.input_tokens", u.InputTokens, MaxTokens},
+		{"usage.output_tokens", u.OutputTokens, MaxTokens},
+		{"usage.cached_tokens", u.CachedTokens, MaxTokens},
+		{"usage.reasoning_tokens", u.ReasoningTokens, MaxTokens},
+	} {
+		if f.v < 0 || f.v > f.max {
+			return f.name, fmt.Errorf("%s %d is out of range (0 to %d)", f.name, f.v, f.max)
+		}
+	}
+	switch {
+	case !(u.CostUSD >= 0 && u.CostUSD <= MaxCostUSD): // NaN fails both
+		return "usage.cost_usd", fmt.Errorf("usage.cost_usd %v is out of range (0 to %v)", u.CostUSD, float64(MaxCostUSD))
+	case u.CostUnknown && u.CostUSD != 0:
+		return "usage.cost_unknown", fmt.Errorf("usage.cost_unknown is true but cost_usd is %v; a call's cost is either known (cost_usd) or unknown (cost_unknown), drop one", u.CostUSD)
+	case r.Start().Year() < 1678:
+		return "duration_ns", fmt.Errorf("duration_ns %d puts the start (time minus duration) before the year 1678, which nanosecond timestamps cannot hold", int64(r.Duration))
+	}
+	return "", nil
 }
 
 // StatusRunning is the Status of a trace whose root run.end has not been
@@ -182,8 +269,9 @@ func Configure(s Store, o Options) error {
 	return nil
 }
 
-// MaxLostCount bounds what one marker can count (LostCount), so that the
-// sums kept per trace cannot overflow.
+// MaxLostCount bounds what one marker can count (LostCount), so that 2^23
+// markers still sum within an int64 (a store's sums stop at
+// math.MaxInt64 beyond).
 const MaxLostCount = 1 << 40
 
 // LostCount returns the number of records a trace.TypeDropped marker says
@@ -231,8 +319,14 @@ type Summary struct {
 	Tools         []string      `json:"tools,omitempty"`  // tools called, sorted
 }
 
-// Tokens returns input plus output tokens.
-func (s *Summary) Tokens() int64 { return s.InputTokens + s.OutputTokens }
+// Tokens returns input plus output tokens, at most math.MaxInt64.
+func (s *Summary) Tokens() int64 {
+	in, out := max(s.InputTokens, 0), max(s.OutputTokens, 0)
+	if in > math.MaxInt64-out {
+		return math.MaxInt64
+	}
+	return in + out
+}
 
 // CostKnown reports whether CostUSD is the trace's whole cost: no model
 // call is of unknown cost. When false, CostUSD is a lower bound and views
@@ -317,7 +411,7 @@ type ListQuery struct {
 	Filter
 	Limit  int    // page size; 0 means DefaultLimit
 	Cursor string // ListPage.Next from the previous page; "" for the first
-	Offset int    // traces to skip (ignored when Cursor is set)
+	Offset int    // traces to skip (ignored when Cursor is set); not negative
 }
 
 // ListPage is one page of List. Next is "" on the last page.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,4 +160,15 @@ func FuzzLostCount(f *testing.F) {
 			t.Fatalf("LostCount(%q) = %d; a marker counts 1 to MaxLostCount", out, n)
 		}
 	})
+}
+
+func TestSummaryTokensSaturate(t *testing.T) {
+	for _, tt := range []struct{ in, out, want int64 }{
+		{3, 4, 7}, {math.MaxInt64, 1, math.MaxInt64}, {math.MaxInt64, math.MaxInt64, math.MaxInt64}, {-5, 2, 2},
+	} {
+		s := Summary{InputTokens: tt.in, OutputTokens: tt.out}
+		if got := s.Tokens(); got != tt.want {
+			t.Errorf("Tokens() of %d + %d = %d, want %d", tt.in, tt.out, got, tt.want)
+		}
+	}
 }

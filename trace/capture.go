@@ -87,15 +87,15 @@ func (v Value) Truncated() (bool, int) {
 // a JSON object that says it was cut, how big v was, and its first bytes as
 // text, so a reader sees both that something is missing and what it was.
 func truncate(v Value, max int) Value {
-	head := v[:max]
-	for len(head) > 0 && !utf8.Valid(head) { // do not split a rune
-		head = head[:len(head)-1]
-	}
+	// Not splitting a character; invalid UTF-8 before the cut becomes
+	// U+FFFD in the JSON string (appendJSONString), so the marker is
+	// valid UTF-8 whatever v holds.
+	head := TruncateUTF8(string(v[:max+min(len(v)-max, utf8.UTFMax-1)]), max)
 	b := make([]byte, 0, max+64)
 	b = append(b, `{"$loupe":"truncated","bytes":`...)
 	b = strconv.AppendInt(b, int64(len(v)), 10)
 	b = append(b, `,"head":`...)
-	b = appendJSONString(b, string(head))
+	b = appendJSONString(b, head)
 	return append(b, '}')
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -77,12 +78,15 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = appendInt(b, n, "output_tokens", u.OutputTokens)
 		b = appendInt(b, n, "cached_tokens", u.CachedTokens)
 		b = appendInt(b, n, "reasoning_tokens", u.ReasoningTokens)
-		if u.CostUSD != 0 {
+		// JSON has no NaN or infinity: a NaN cost is left out (as 0 is)
+		// and an infinite one written as the largest float, so that the
+		// line stays valid JSON (stores refuse both, store.ValidateRecord).
+		if c := u.CostUSD; c != 0 && !math.IsNaN(c) {
 			if len(b) > n {
 				b = append(b, ',')
 			}
 			b = append(b, `"cost_usd":`...)
-			b = strconv.AppendFloat(b, u.CostUSD, 'g', -1, 64)
+			b = strconv.AppendFloat(b, max(-math.MaxFloat64, min(c, math.MaxFloat64)), 'g', -1, 64)
 		}
 		if u.CostUnknown {
 			if len(b) > n {

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"maps"
+	"math"
 	"time"
 )
 
@@ -46,8 +47,8 @@ type Stats struct {
 	ByTool          map[string]ToolStats  `json:"by_tool,omitempty"`
 }
 
-// TotalTokens returns input plus output tokens.
-func (s *Stats) TotalTokens() int64 { return s.InputTokens + s.OutputTokens }
+// TotalTokens returns input plus output tokens, at most math.MaxInt64.
+func (s *Stats) TotalTokens() int64 { return addCount(max(s.InputTokens, 0), s.OutputTokens) }
 
 // CostKnown reports whether CostUSD is the whole cost of the model calls:
 // none of them is unpriced. When it is false, CostUSD is a lower bound.
@@ -55,6 +56,12 @@ func (s *Stats) CostKnown() bool { return s.UnpricedCalls == 0 }
 
 // Add folds r into s. It is how every Stats is built, so a store or an
 // importer that replays records gets the same aggregates as the recorder.
+//
+// Sums never wrap: token counts and durations below zero count as zero
+// and their sums stop at math.MaxInt64; a cost that is negative or NaN
+// counts as zero and cost sums stop at math.MaxFloat64. Stores refuse such
+// numbers (store.ValidateRecord), but a recorder is handed whatever a
+// provider reports, and stores may hold records from before they checked.
 func (s *Stats) Add(r *Record) {
 	s.Records++
 	switch r.Type {
@@ -63,11 +70,11 @@ func (s *Stats) Add(r *Record) {
 	case TypeModelCall:
 		s.ModelCalls++
 		u := &r.Usage
-		s.InputTokens += u.InputTokens
-		s.OutputTokens += u.OutputTokens
-		s.CachedTokens += u.CachedTokens
-		s.ReasoningTokens += u.ReasoningTokens
-		s.CostUSD += u.CostUSD
+		s.InputTokens = addCount(s.InputTokens, u.InputTokens)
+		s.OutputTokens = addCount(s.OutputTokens, u.OutputTokens)
+		s.CachedTokens = addCount(s.CachedTokens, u.CachedTokens)
+		s.ReasoningTokens = addCount(s.ReasoningTokens, u.ReasoningTokens)
+		s.CostUSD = addCost(s.CostUSD, u.CostUSD)
 		if u.CostUnknown {
 			s.UnpricedCalls++
 		}
@@ -76,11 +83,11 @@ func (s *Stats) Add(r *Record) {
 		}
 		m := s.ByModel[r.Name]
 		m.Calls++
-		m.InputTokens += u.InputTokens
-		m.OutputTokens += u.OutputTokens
-		m.CachedTokens += u.CachedTokens
-		m.ReasoningTokens += u.ReasoningTokens
-		m.CostUSD += u.CostUSD
+		m.InputTokens = addCount(m.InputTokens, u.InputTokens)
+		m.OutputTokens = addCount(m.OutputTokens, u.OutputTokens)
+		m.CachedTokens = addCount(m.CachedTokens, u.CachedTokens)
+		m.ReasoningTokens = addCount(m.ReasoningTokens, u.ReasoningTokens)
+		m.CostUSD = addCost(m.CostUSD, u.CostUSD)
 		if u.CostUnknown {
 			m.UnpricedCalls++
 		}
@@ -96,7 +103,7 @@ func (s *Stats) Add(r *Record) {
 		}
 		t := s.ByTool[r.Name]
 		t.Calls++
-		t.Total += r.Duration
+		t.Total = time.Duration(addCount(int64(t.Total), int64(r.Duration)))
 		t.Max = max(t.Max, r.Duration)
 		if r.Failed() {
 			t.Errors++
@@ -114,6 +121,28 @@ func (s *Stats) Add(r *Record) {
 	case TypeGuardrail:
 		s.Guardrails++
 	}
+}
+
+// addCount returns sum+n for a count or duration n, n < 0 counting as 0,
+// stopping at math.MaxInt64 rather than wrapping.
+func addCount(sum, n int64) int64 {
+	switch {
+	case n <= 0:
+		return sum
+	case sum > math.MaxInt64-n:
+		return math.MaxInt64
+	}
+	return sum + n
+}
+
+// addCost returns sum+c for a cost c, a negative or NaN c counting as 0,
+// stopping at math.MaxFloat64 rather than reaching +Inf (which JSON
+// cannot hold).
+func addCost(sum, c float64) float64 {
+	if !(c > 0) {
+		return sum
+	}
+	return min(sum+c, math.MaxFloat64)
 }
 
 // Clone returns a deep copy of s.

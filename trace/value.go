@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Value is a recorded input, output or payload: one JSON value in its
@@ -92,4 +93,37 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	}
 	*v = append(Value(nil), b...)
 	return nil
+}
+
+// TruncateUTF8 returns the longest prefix of s that is at most n bytes long
+// and does not end in the middle of a character's UTF-8 encoding: s itself
+// if it is not longer than n, "" if n ≤ 0. If s is valid UTF-8, so is the
+// result. Invalid bytes are kept as they are: only a complete character
+// that the cut would split is left out, whole. It looks back at most
+// utf8.UTFMax-1 bytes from n, so it takes constant time.
+//
+// It is the one way Loupe cuts text at a size limit: the recorder's
+// truncation marker (Options.MaxValueBytes) and the store's bounds on a
+// record's strings use it.
+func TruncateUTF8(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	if utf8.RuneStart(s[n]) {
+		return s[:n] // s[n] begins a character (or is ASCII): nothing is split
+	}
+	// s[n] continues a character: find where that character starts, at
+	// most UTFMax-1 bytes back, and leave it out if it is a whole one.
+	for i := n - 1; i >= 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			if r, size := utf8.DecodeRuneInString(s[i:]); (r != utf8.RuneError || size > 1) && i+size > n {
+				return s[:i]
+			}
+			break
+		}
+	}
+	return s[:n]
 }

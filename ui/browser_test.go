@@ -8,19 +8,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/loupe-dev/loupe/internal/testrepo"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/loupe-dev/loupe/internal/browsertest"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
@@ -28,164 +26,55 @@ import (
 	"github.com/loupe-dev/loupe/ui"
 )
 
-var (
-	browserCtx  context.Context // the shared browser; nil when none was found
-	browserErr  string          // why there is no browser
-	browserStop func()
-)
+// browser is the shared browser (package browsertest).
+var browser *browsertest.Browser
 
 func TestMain(m *testing.M) {
-	path := chromiumPath()
-	if path == "" {
-		browserErr = "no chromium (set LOUPE_CHROMIUM, or apt-get install chromium; scripts/test.sh does)"
-	} else {
-		dir, err := os.MkdirTemp("", "loupe-ui-chromium-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-			chromedp.ExecPath(path),
-			chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-			chromedp.Flag("disable-quic", true),
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("no-default-browser-check", true),
-			chromedp.UserDataDir(dir),
-			chromedp.WindowSize(1400, 900),
-		)
-		bctx, cancelBrowser := chromedp.NewContext(alloc)
-		// Start the browser now, bounded, so that a broken install fails
-		// fast instead of in every test.
-		// (A timeout context here would end the browser with it.)
-		started := make(chan error, 1)
-		go func() { started <- chromedp.Do(bctx) }()
-		select {
-		case err := <-started:
-			if err != nil {
-				browserErr = "starting chromium " + path + ": " + err.Error()
-			} else {
-				browserCtx = bctx
-			}
-		case <-time.After(60 * time.Second):
-			browserErr = "starting chromium " + path + ": no answer in 60s"
-		}
-		browserStop = func() { cancelBrowser(); cancelAlloc(); os.RemoveAll(dir) }
-	}
+	browser = browsertest.New()
+	// Start the browser now, bounded, so that a broken install fails
+	// fast instead of in every test; newTab reports why there is none.
+	_ = browser.Start()
 	code := m.Run()
-	if browserStop != nil {
-		browserStop()
-	}
+	browser.Close()
 	os.Exit(code)
-}
-
-func chromiumPath() string {
-	if p := os.Getenv("LOUPE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, n := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	return ""
 }
 
 // tab is one browser tab with its console collected.
 type tab struct {
-	t   *testing.T
-	ctx context.Context
-	mu  sync.Mutex
-	log []chromedp.ConsoleMessage
+	*browsertest.Tab
+	ctx context.Context // the tab's chromedp context (Tab.Context)
 }
 
 // newTab opens a tab bounded by timeout, or skips (fails under CI) when
 // there is no browser.
 func newTab(t testing.TB, timeout time.Duration) *tab {
 	t.Helper()
-	if browserCtx == nil {
-		testrepo.Missing(t, fmt.Sprint("the browser tests need chromium: ", browserErr))
-	}
-	ctx, cancel := chromedp.NewContext(browserCtx)
-	ctx, cancelT := context.WithTimeout(ctx, timeout)
-	t.Cleanup(func() { cancelT(); cancel() })
-	tb := &tab{ctx: ctx}
-	if tt, ok := t.(*testing.T); ok {
-		tb.t = tt
-	}
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("opening a tab: %v", err)
-	}
-	go func() {
-		for m, err := range chromedp.Console(ctx) {
-			if err != nil {
-				return
-			}
-			tb.mu.Lock()
-			tb.log = append(tb.log, m)
-			tb.mu.Unlock()
-		}
-	}()
-	return tb
+	bt := browser.Tab(t, timeout)
+	return &tab{Tab: bt, ctx: bt.Context()}
 }
 
 // errors returns the console errors and exceptions so far.
-func (tb *tab) errors() []string {
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	var out []string
-	for _, m := range tb.log {
-		if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException {
-			out = append(out, m.String()+" ("+m.URL+")")
-		}
-	}
-	return out
-}
+func (tb *tab) errors() []string { return tb.Errors() }
 
 func (tb *tab) do(t testing.TB, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(tb.ctx, steps...); err != nil {
-		t.Fatalf("%s: %v (console: %q)", what, err, tb.errors())
-	}
+	tb.Do(t, what, steps...)
 }
 
 func eval[T any](t testing.TB, tb *tab, js string) T {
 	t.Helper()
-	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", js, err)
-	}
-	return v
+	return browsertest.Eval[T](t, tb.Tab, js)
 }
 
 // noConsoleErrors fails the test if the page logged an error.
 func (tb *tab) noConsoleErrors(t testing.TB) {
 	t.Helper()
-	if errs := tb.errors(); len(errs) > 0 {
-		t.Errorf("console errors: %q", errs)
-	}
+	tb.NoConsoleErrors(t)
 }
 
 func (tb *tab) screenshot(t testing.TB, name string) {
 	t.Helper()
-	png, err := chromedp.Run(tb.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Errorf("screenshot %s: %v", name, err)
-		return
-	}
-	dir := os.Getenv("LOUPE_TEST_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name+".png")
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", p)
+	tb.Screenshot(t, name)
 }
 
 // env is a collector with the UI on a fresh SQLite store.

@@ -32,6 +32,8 @@ func newServeCmd() *cobra.Command {
 		open          bool
 		mcpf          mcpFlags
 		pricesFile    string
+		publicHosts   []string
+		origins       []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -64,7 +66,10 @@ after the requests in flight are committed and answered.`,
 				if err != nil {
 					return err
 				}
-				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices}
+				if len(publicHosts) > 0 && !requireKeys {
+					return fmt.Errorf("--public-host %s: serving a public name requires API keys (--require-keys, and loupe keys create)", strings.Join(publicHosts, ","))
+				}
+				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices, Hosts: publicHosts, TrustedOrigins: origins}
 				if !noUI {
 					o.UI = ui.Handler()
 				}
@@ -110,6 +115,8 @@ after the requests in flight are committed and answered.`,
 	pricesFlag(cmd, &pricesFile)
 	cmd.Flags().BoolVar(&open, "open", false, "open the web UI in a browser once listening")
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
+	cmd.Flags().StringSliceVar(&publicHosts, "public-host", nil, "host names (without port) the server answers besides loopback ones; needs API keys. With keys and no --public-host, any Host is answered")
+	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "browser origins (e.g. https://ui.example.com) allowed to POST and DELETE besides the server's own")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
 	cmd.Flags().StringSliceVar(&redactKeys, "redact-keys", nil, "also redact the values of JSON fields with these names (e.g. ssn,customer_email)")

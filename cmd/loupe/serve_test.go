@@ -41,6 +41,7 @@ func serveRecords(id byte, n int) ([]byte, trace.TraceID) {
 func post(t *testing.T, url, key string, body []byte) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url+"/v1/records", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-ndjson")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}

@@ -143,3 +143,29 @@ func TestMigrateFromV1(t *testing.T) {
 		t.Errorf("%d records keep a body, %v; want 0", bodies, err)
 	}
 }
+
+// TestLegacyNumbers checks that a store holding numbers older versions
+// accepted (and sums they let overflow) is still read.
+func TestLegacyNumbers(t *testing.T) {
+	dsn := freshSchema(t)
+	s := open(t, dsn)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.CheckLegacyNumbers(t, s, storetest.Legacy{
+		Append: func(ctx context.Context, recs []trace.Record) (int, error) { return postgres.AppendValid(s, ctx, recs) },
+		Exec: func(ctx context.Context, q string) error {
+			_, err := db.ExecContext(ctx, q)
+			return err
+		},
+		// PostgreSQL keeps the NaN and infinite costs of a Go sum.
+		SQL: []string{
+			"UPDATE traces SET cost = 'NaN' WHERE name = 'legacy-huge'",
+			"UPDATE traces SET cost = 'Infinity' WHERE name = 'legacy-huge-2'",
+			"UPDATE trace_models SET cost = 'NaN' WHERE trace_id IN (SELECT trace_id FROM traces WHERE name = 'legacy-huge')",
+			"UPDATE trace_models SET cost = 'Infinity' WHERE trace_id IN (SELECT trace_id FROM traces WHERE name = 'legacy-huge-2')",
+		},
+	})
+}

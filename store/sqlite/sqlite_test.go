@@ -9,6 +9,7 @@ import (
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/store/storetest"
+	"github.com/loupe-dev/loupe/trace"
 )
 
 func open(t testing.TB, path string) *sqlite.Store {
@@ -52,4 +53,30 @@ func TestNewerSchemaIsReadOnly(t *testing.T) {
 	}
 	db.Close()
 	storetest.CheckReadOnly(t, open(t, path), sqlite.SchemaVersion+1, sqlite.SchemaVersion)
+}
+
+// TestLegacyNumbers checks that a store holding numbers older versions
+// accepted (and sums they let overflow) is still read.
+func TestLegacyNumbers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "loupe.db")
+	s := open(t, path)
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.CheckLegacyNumbers(t, s, storetest.Legacy{
+		Append: func(ctx context.Context, recs []trace.Record) (int, error) { return sqlite.AppendValid(s, ctx, recs) },
+		Exec: func(ctx context.Context, q string) error {
+			_, err := db.ExecContext(ctx, q)
+			return err
+		},
+		// SQLite turns an integer sum that overflows into a float; a
+		// float sum that overflows is infinite.
+		SQL: []string{
+			"UPDATE traces SET input_tokens = 1e19 WHERE name = 'legacy-huge'",
+			"UPDATE trace_tools SET total_ns = 2e19",
+			"UPDATE traces SET cost = 9e999 WHERE name = 'legacy-huge-2'",
+		},
+	})
 }

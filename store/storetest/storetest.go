@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Sink", testSink},
 		{"Incomplete", testIncomplete},
 		{"UnknownCost", testUnknownCost},
+		{"QueryLimits", testQueryLimits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -246,13 +247,25 @@ func testBadInput(t *testing.T, s store.Store) {
 		{"zero time", func(r *trace.Record) { r.Time = time.Time{} }, "time is zero"},
 		{"time in year 9999", func(r *trace.Record) { r.Time = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, "outside the years"},
 		{"seq 2^64-1", func(r *trace.Record) { r.Seq = math.MaxUint64 }, "too large"},
+		{"version 2", func(r *trace.Record) { r.V = trace.Version + 1 }, "v 2 is out of range"},
+		{"input tokens 2^63-1", func(r *trace.Record) { r.Usage.InputTokens = math.MaxInt64 }, "usage.input_tokens 9223372036854775807 is out of range (0 to 1099511627776)"},
+		{"negative output tokens", func(r *trace.Record) { r.Usage.OutputTokens = -1 }, "usage.output_tokens -1 is out of range"},
+		{"cost NaN", func(r *trace.Record) { r.Usage.CostUSD = math.NaN() }, "usage.cost_usd NaN is out of range"},
+		{"cost +Inf", func(r *trace.Record) { r.Usage.CostUSD = math.Inf(1) }, "usage.cost_usd +Inf is out of range"},
+		{"unknown cost with a cost", func(r *trace.Record) { r.Usage.CostUSD, r.Usage.CostUnknown = 1, true }, "usage.cost_unknown is true"},
+		{"duration of 20 years", func(r *trace.Record) { r.Duration = 2 * store.MaxRecordDuration }, "duration_ns 630720000000000000 is out of range"},
+		{"negative depth", func(r *trace.Record) { r.Depth = -1 }, "depth -1 is out of range"},
+		{"start before 1678", func(r *trace.Record) {
+			r.Time, r.Duration = time.Date(1678, 1, 2, 0, 0, 0, 0, time.UTC), 48*time.Hour
+		}, "duration_ns 172800000000000 puts the start"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			batch := slices.Clone(good)
 			tt.mod(&batch[3])
 			_, err := s.Append(ctx, batch)
 			var re *store.RecordError
-			if !errors.As(err, &re) || re.Index != 3 || re.TraceID != batch[3].TraceID || re.Seq != batch[3].Seq || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "record 3") {
+			if !errors.As(err, &re) || re.Index != 3 || re.TraceID != batch[3].TraceID || re.Seq != batch[3].Seq || re.Field == "" ||
+				!strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "record 3") {
 				t.Fatalf("Append error = %v, want a RecordError for record 3 saying %q", err, tt.want)
 			}
 			if _, err := s.Trace(ctx, good[0].TraceID); !errors.Is(err, store.ErrNotFound) {

@@ -48,6 +48,115 @@ type Dialect struct {
 	DeleteText func(ctx context.Context, tx *sql.Tx, b *Builder, idsCond string) error
 }
 
+// Sum returns the SQL aggregate of the integer column expr (tokens,
+// nanoseconds, lost records) that cannot fail on overflow: SQLite's SUM
+// fails with "integer overflow", so SQLite takes TOTAL (a float, exact up
+// to 2^53); PostgreSQL's SUM of a bigint is a numeric, exact. Read the
+// result with the Sum scanner, which stops it at math.MaxInt64.
+func (d *Dialect) Sum(expr string) string {
+	if d.Postgres {
+		return "SUM(" + expr + ")"
+	}
+	return "TOTAL(" + expr + ")"
+}
+
+// CostExpr is the SQL of a cost column as Aggregate sums it: within 0 and
+// 1e290, so that even 10^18 rows sum to a finite float (PostgreSQL fails
+// a float sum that overflows), NaN (which only PostgreSQL stores, and
+// compares as larger than any number) counting 0. Stores hold larger or
+// negative costs only from before the ranges were checked.
+func CostExpr(col string) string {
+	return "CASE WHEN " + col + " = 'NaN' THEN 0 WHEN " + col + " > 1e290 THEN 1e290 WHEN " + col + " > 0 THEN " + col + " ELSE 0 END"
+}
+
+// Sum returns a sql.Scanner that stores a sum of tokens, nanoseconds or
+// lost records in *dst, whatever number the database returns: an integer,
+// a float (SQLite's TOTAL, or an integer column SQLite turned into a float
+// on overflow) or a numeric's text (PostgreSQL's SUM). The result is
+// within 0 and math.MaxInt64: a larger sum stops there, a negative one
+// (stored before the ranges were checked) is 0, and NULL is 0.
+func Sum(dst *int64) sql.Scanner { return sumScanner{dst} }
+
+type sumScanner struct{ dst *int64 }
+
+func (s sumScanner) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*s.dst = 0
+	case int64:
+		*s.dst = max(v, 0)
+	case float64:
+		*s.dst = floatCount(v)
+	case []byte:
+		return s.Scan(string(v))
+	case string:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			*s.dst = max(n, 0)
+			return nil
+		}
+		f, err := strconv.ParseFloat(v, 64) // out of range: ±Inf, with err
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return fmt.Errorf("sum %q is not a number", v)
+		}
+		*s.dst = floatCount(f)
+	default:
+		return fmt.Errorf("sum of type %T is not a number", v)
+	}
+	return nil
+}
+
+// floatCount converts f to a count within 0 and math.MaxInt64; NaN is 0.
+func floatCount(f float64) int64 {
+	switch {
+	case !(f > 0):
+		return 0
+	case f >= math.MaxInt64: // 2^63: the float nearest to MaxInt64
+		return math.MaxInt64
+	}
+	return int64(f)
+}
+
+// Cost returns a sql.Scanner that stores a cost in *dst as a finite number
+// not below 0: NaN and negative costs (stored before the ranges were
+// checked) are 0, +Inf is math.MaxFloat64, and NULL is 0. JSON cannot hold
+// NaN or infinities.
+func Cost(dst *float64) sql.Scanner { return costScanner{dst} }
+
+type costScanner struct{ dst *float64 }
+
+func (s costScanner) Scan(v any) error {
+	var f float64
+	switch v := v.(type) {
+	case nil:
+	case float64:
+		f = v
+	case int64:
+		f = float64(v)
+	case []byte:
+		return s.Scan(string(v))
+	case string:
+		var err error
+		if f, err = strconv.ParseFloat(v, 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			return fmt.Errorf("cost %q is not a number", v)
+		}
+	default:
+		return fmt.Errorf("cost of type %T is not a number", v)
+	}
+	if !(f > 0) {
+		f = 0
+	}
+	*s.dst = min(f, math.MaxFloat64)
+	return nil
+}
+
+// addCount returns sum+n for n ≥ 0, stopping at math.MaxInt64.
+func addCount(sum, n int64) int64 {
+	if sum > math.MaxInt64-n {
+		return math.MaxInt64
+	}
+	return sum + n
+}
+
 // Builder accumulates SQL arguments and hands out their placeholders.
 type Builder struct {
 	pg   bool
@@ -110,8 +219,16 @@ func statusExpr(b *Builder, cutoff int64) string {
 	return "CASE WHEN t.status = 'running' AND t.last_time < " + b.Arg(cutoff) + " THEN 'incomplete' ELSE t.status END"
 }
 
-// DurationExpr is a trace's duration in SQL over alias t.
-const DurationExpr = "COALESCE(t.run_duration, t.last_time - t.started)"
+// DurationExpr is a trace's duration in SQL over alias t: its root run's,
+// or the time from its start to its last record. That difference is
+// computed so that it cannot overflow (nanosecond times 1678 to 2261 are
+// further apart than an int64 holds): it stops at math.MaxInt64, and is 0
+// when the last record is not after the start. CASE arms are evaluated in
+// order in both databases, unlike the operands of AND.
+const DurationExpr = "COALESCE(t.run_duration, CASE WHEN t.last_time <= t.started THEN 0 " +
+	"WHEN t.started >= 0 THEN t.last_time - t.started " +
+	"WHEN t.last_time > 9223372036854775807 + t.started THEN 9223372036854775807 " +
+	"ELSE t.last_time - t.started END)"
 
 // Where returns the conditions (ANDed) selecting the traces (alias t) that f
 // selects; cutoff is the stale cutoff of (*DB).cutoff, which tells
@@ -205,7 +322,13 @@ func decodeCursor(c string) (int64, string, error) {
 			}
 		}
 	}
-	return 0, "", fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", c)
+	return 0, "", badCursor(c)
+}
+
+// badCursor is the *store.QueryError of a page cursor that is not one the
+// store handed out.
+func badCursor(c string) error {
+	return &store.QueryError{Err: fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", c)}
 }
 
 // summaryCols are the columns scanSummary reads; their one argument (the
@@ -220,8 +343,8 @@ func scanSummary(sc interface{ Scan(...any) error }) (store.Summary, error) {
 	var s store.Summary
 	var id []byte
 	var started, dur int64
-	if err := sc.Scan(&id, &s.Name, &started, &dur, &s.Status, &s.Records, &s.Iterations, &s.ModelCalls, &s.ToolCalls,
-		&s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.UnpricedCalls, &s.Errors, &s.Lost); err != nil {
+	if err := sc.Scan(&id, &s.Name, &started, Sum(&dur), &s.Status, &s.Records, &s.Iterations, &s.ModelCalls, &s.ToolCalls,
+		Sum(&s.InputTokens), Sum(&s.OutputTokens), Cost(&s.CostUSD), &s.UnpricedCalls, &s.Errors, Sum(&s.Lost)); err != nil {
 		return s, err
 	}
 	s.Incomplete = s.Lost > 0 || s.Status == store.StatusIncomplete
@@ -279,6 +402,9 @@ func (db *DB) fillFacets(ctx context.Context, sums []store.Summary) error {
 
 // List implements store.Store.
 func (db *DB) List(ctx context.Context, q store.ListQuery) (store.ListPage, error) {
+	if err := q.Validate(); err != nil {
+		return store.ListPage{}, err
+	}
 	b := db.D.NewBuilder()
 	cutoff := db.cutoff()
 	cols := summaryCols(b, cutoff)
@@ -290,7 +416,7 @@ func (db *DB) List(ctx context.Context, q store.ListQuery) (store.ListPage, erro
 		}
 		id, err := hex.DecodeString(tie)
 		if err != nil || len(id) != 16 {
-			return store.ListPage{}, fmt.Errorf("invalid page cursor %q", q.Cursor)
+			return store.ListPage{}, &store.QueryError{Err: fmt.Errorf("invalid page cursor %q", q.Cursor)}
 		}
 		ta := b.Arg(t)
 		c = append(c, "(t.started < "+ta+" OR (t.started = "+b.Arg(t)+" AND t.trace_id < "+b.Arg(id)+"))")
@@ -388,6 +514,10 @@ func (db *DB) records(ctx context.Context, id trace.TraceID) iter.Seq2[trace.Rec
 // oldest first, and reads each trace's records by its primary key.
 func (db *DB) Export(ctx context.Context, f store.Filter) iter.Seq2[trace.Record, error] {
 	return func(yield func(trace.Record, error) bool) {
+		if err := f.Validate(); err != nil {
+			yield(trace.Record{}, err)
+			return
+		}
 		const page = 500
 		var after *struct {
 			started int64
@@ -459,6 +589,9 @@ func Tokens(s string) []string {
 
 // Search implements store.Store.
 func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, error) {
+	if err := q.Validate(); err != nil {
+		return store.SearchPage{}, err
+	}
 	terms, ok := Terms(&q)
 	if !ok {
 		return store.SearchPage{}, nil
@@ -488,7 +621,7 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		_, tie, err := decodeCursor(q.Cursor)
 		rid, perr := strconv.ParseInt(tie, 10, 64)
 		if err != nil || perr != nil {
-			return store.SearchPage{}, fmt.Errorf("invalid page cursor %q: pass the Next value of the previous page unchanged", q.Cursor)
+			return store.SearchPage{}, badCursor(q.Cursor)
 		}
 		after = rid
 	}
@@ -654,7 +787,9 @@ func Snippet(r *trace.Record, terms []string) (field, snippet string) {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// Aggregate implements store.Store.
+// Aggregate implements store.Store. Its sums of tokens, durations and
+// lost records are taken with Dialect.Sum and read with Sum, so they stop
+// at math.MaxInt64 rather than fail; costs are summed with CostExpr.
 func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggregates, error) {
 	cutoff := db.cutoff()
 	f := store.Filter{Since: since, Until: until}
@@ -664,46 +799,51 @@ func (db *DB) Aggregate(ctx context.Context, since, until time.Time) (store.Aggr
 	totals := "SELECT COUNT(*), CAST(COALESCE(SUM(t.records), 0) AS BIGINT), " +
 		"CAST(COALESCE(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END), 0) AS BIGINT), " +
 		"CAST(COALESCE(SUM(CASE WHEN t.lost > 0 OR (t.status = 'running' AND t.last_time < " + tb.Arg(cutoff) + ") THEN 1 ELSE 0 END), 0) AS BIGINT), " +
-		"CAST(COALESCE(SUM(t.lost), 0) AS BIGINT) FROM traces t"
+		db.D.Sum("t.lost") + " FROM traces t"
 	totals += where(Where(tb, &f, cutoff))
 	b := db.D.NewBuilder()
 	w := where(Where(b, &f, cutoff))
 	a := store.Aggregates{ByModel: map[string]trace.ModelStats{}, ByTool: map[string]store.ToolAggregate{}}
 	row := db.SQL.QueryRowContext(ctx, totals, tb.Args...)
-	if err := row.Scan(&a.Traces, &a.Records, &a.ErrorTraces, &a.Incomplete, &a.Lost); err != nil {
+	if err := row.Scan(&a.Traces, &a.Records, &a.ErrorTraces, &a.Incomplete, Sum(&a.Lost)); err != nil {
 		return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
 	}
 	if a.Traces > 0 {
 		a.ErrorRate = float64(a.ErrorTraces) / float64(a.Traces)
 	}
-	rows, err := db.SQL.QueryContext(ctx, "SELECT m.model, CAST(SUM(m.calls) AS BIGINT), CAST(SUM(m.errors) AS BIGINT), CAST(SUM(m.input_tokens) AS BIGINT), CAST(SUM(m.output_tokens) AS BIGINT), "+
-		"CAST(SUM(m.cached_tokens) AS BIGINT), CAST(SUM(m.reasoning_tokens) AS BIGINT), SUM(m.cost), CAST(SUM(m.unpriced) AS BIGINT) "+
+	rows, err := db.SQL.QueryContext(ctx, "SELECT m.model, CAST(SUM(m.calls) AS BIGINT), CAST(SUM(m.errors) AS BIGINT), "+
+		db.D.Sum("m.input_tokens")+", "+db.D.Sum("m.output_tokens")+", "+db.D.Sum("m.cached_tokens")+", "+db.D.Sum("m.reasoning_tokens")+", "+
+		"SUM("+CostExpr("m.cost")+"), CAST(SUM(m.unpriced) AS BIGINT) "+
 		"FROM trace_models m JOIN traces t ON t.trace_id = m.trace_id"+w+" GROUP BY m.model", b.Args...)
 	if err != nil {
-		return a, err
+		return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
 	}
 	for rows.Next() {
 		var name string
 		var m trace.ModelStats
-		if err := rows.Scan(&name, &m.Calls, &m.Errors, &m.InputTokens, &m.OutputTokens, &m.CachedTokens, &m.ReasoningTokens, &m.CostUSD, &m.UnpricedCalls); err != nil {
+		if err := rows.Scan(&name, &m.Calls, &m.Errors, Sum(&m.InputTokens), Sum(&m.OutputTokens), Sum(&m.CachedTokens), Sum(&m.ReasoningTokens),
+			Cost(&m.CostUSD), &m.UnpricedCalls); err != nil {
 			rows.Close()
-			return a, err
+			return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
 		}
 		a.ByModel[name] = m
 	}
 	rows.Close()
-	rows, err = db.SQL.QueryContext(ctx, "SELECT o.tool, CAST(SUM(o.calls) AS BIGINT), CAST(SUM(o.errors) AS BIGINT), CAST(SUM(o.total_ns) AS BIGINT) "+
+	if err := rows.Err(); err != nil {
+		return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
+	}
+	rows, err = db.SQL.QueryContext(ctx, "SELECT o.tool, CAST(SUM(o.calls) AS BIGINT), CAST(SUM(o.errors) AS BIGINT), "+db.D.Sum("o.total_ns")+" "+
 		"FROM trace_tools o JOIN traces t ON t.trace_id = o.trace_id"+w+" GROUP BY o.tool", b.Args...)
 	if err != nil {
-		return a, err
+		return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name string
 		var t store.ToolAggregate
 		var total int64
-		if err := rows.Scan(&name, &t.Calls, &t.Errors, &total); err != nil {
-			return a, err
+		if err := rows.Scan(&name, &t.Calls, &t.Errors, Sum(&total)); err != nil {
+			return a, fmt.Errorf("aggregate %s: %w", db.Name, err)
 		}
 		t.Total = time.Duration(total)
 		a.ByTool[name] = t
@@ -844,7 +984,7 @@ func Deltas(added []*trace.Record) []*TraceDelta {
 		}
 		d.Started, d.Last = min(d.Started, start), max(d.Last, t)
 		d.Stats.Add(r)
-		d.Lost += store.LostCount(r)
+		d.Lost = addCount(d.Lost, store.LostCount(r))
 		if r.Depth == 0 {
 			switch r.Type {
 			case trace.TypeRunStart:
@@ -866,10 +1006,31 @@ func Deltas(added []*trace.Record) []*TraceDelta {
 	return out
 }
 
+// satAdd is the SQL of alias.col + excluded.col for a column of sums of
+// tokens, durations or lost records, stopping at math.MaxInt64 instead of
+// overflowing (which PostgreSQL refuses and SQLite turns into a float).
+// The deltas are never negative (trace.Stats.Add, store.LostCount), so
+// the subtraction cannot overflow.
+func satAdd(alias, col string) string {
+	return "CASE WHEN " + alias + "." + col + " > 9223372036854775807 - excluded." + col + " THEN 9223372036854775807 ELSE " +
+		alias + "." + col + " + excluded." + col + " END"
+}
+
+// satAddCost is the SQL of alias.cost + excluded.cost. The deltas are at
+// most store.MaxCostUSD a record, so only a sum already past 1e300 (stored
+// before the ranges were checked) could overflow, which PostgreSQL
+// refuses: such a sum is kept as it is.
+func satAddCost(alias string) string {
+	return "CASE WHEN " + alias + ".cost > 1e300 THEN " + alias + ".cost ELSE " + alias + ".cost + excluded.cost END"
+}
+
 // Execer runs a statement; both *sql.Tx and a pgx transaction adapt to it.
 type Execer func(ctx context.Context, query string, args ...any) error
 
-// ApplyDeltas upserts the summary rows for ds with exec.
+// ApplyDeltas upserts the summary rows for ds with exec. The sums of
+// tokens, durations and lost records stop at math.MaxInt64 (satAdd), in
+// the rows and in the deltas (trace.Stats.Add), so that no append fails
+// or leaves a sum that does not read back.
 func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta) error {
 	least, greatest := "min", "max"
 	if d.Postgres {
@@ -883,15 +1044,15 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		"status = CASE WHEN excluded.status <> 'running' THEN excluded.status ELSE t.status END, " +
 		"records = t.records + excluded.records, iterations = t.iterations + excluded.iterations, " +
 		"model_calls = t.model_calls + excluded.model_calls, tool_calls = t.tool_calls + excluded.tool_calls, " +
-		"input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens, " +
-		"cost = t.cost + excluded.cost, unpriced = t.unpriced + excluded.unpriced, errors = t.errors + excluded.errors, lost = t.lost + excluded.lost"
+		"input_tokens = " + satAdd("t", "input_tokens") + ", output_tokens = " + satAdd("t", "output_tokens") + ", " +
+		"cost = " + satAddCost("t") + ", unpriced = t.unpriced + excluded.unpriced, errors = t.errors + excluded.errors, lost = " + satAdd("t", "lost")
 	modelSQL := "INSERT INTO trace_models AS m (trace_id, model, calls, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost, unpriced) " +
 		"VALUES %s ON CONFLICT (trace_id, model) DO UPDATE SET calls = m.calls + excluded.calls, errors = m.errors + excluded.errors, " +
-		"input_tokens = m.input_tokens + excluded.input_tokens, output_tokens = m.output_tokens + excluded.output_tokens, " +
-		"cached_tokens = m.cached_tokens + excluded.cached_tokens, reasoning_tokens = m.reasoning_tokens + excluded.reasoning_tokens, cost = m.cost + excluded.cost, " +
+		"input_tokens = " + satAdd("m", "input_tokens") + ", output_tokens = " + satAdd("m", "output_tokens") + ", " +
+		"cached_tokens = " + satAdd("m", "cached_tokens") + ", reasoning_tokens = " + satAdd("m", "reasoning_tokens") + ", cost = " + satAddCost("m") + ", " +
 		"unpriced = m.unpriced + excluded.unpriced"
 	toolSQL := "INSERT INTO trace_tools AS o (trace_id, tool, calls, errors, total_ns) VALUES %s ON CONFLICT (trace_id, tool) DO UPDATE SET " +
-		"calls = o.calls + excluded.calls, errors = o.errors + excluded.errors, total_ns = o.total_ns + excluded.total_ns"
+		"calls = o.calls + excluded.calls, errors = o.errors + excluded.errors, total_ns = " + satAdd("o", "total_ns")
 	tagSQL := "INSERT INTO trace_tags (trace_id, tag) VALUES %s ON CONFLICT DO NOTHING"
 	// Each table gets multi-row upserts: one statement per summary row
 	// made the summaries a sixth of ingest. A trace, (trace, model),
