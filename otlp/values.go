@@ -384,12 +384,10 @@ func limitValue(v trace.Value, max int) trace.Value {
 }
 
 // truncated is the recorder's truncation marker for b: its size and its
-// first max bytes (whole runes) as text.
+// first max bytes (whole runes) as text. The cut takes constant time
+// whatever b holds (invalid bytes become U+FFFD in the marker's string).
 func truncated(b []byte, max int) trace.Value {
-	head := b[:max]
-	for len(head) > 0 && !utf8.Valid(head) {
-		head = head[:len(head)-1]
-	}
+	head := trace.TruncateUTF8(string(b[:min(len(b), max+utf8.UTFMax)]), max)
 	out := make([]byte, 0, max+64)
 	out = append(out, `{"$loupe":"truncated","bytes":`...)
 	out = strconv.AppendInt(out, int64(len(b)), 10)
