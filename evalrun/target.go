@@ -5,7 +5,9 @@
 // as a terminal summary, AgentV-compatible JSONL rows, JUnit XML, and
 // records in a store.
 //
-// It is the logic behind `loupe eval`; the command only parses flags.
+// It is the Go API behind `loupe eval` (whose command-line half, flags to
+// exit codes, is internal/evalcli), the collector's evaluation endpoints
+// and the MCP server's run_eval tool.
 package evalrun
 
 import (

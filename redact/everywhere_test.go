@@ -14,7 +14,7 @@ import (
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/tracesview"
+	"github.com/loupe-dev/loupe/internal/tracesview"
 )
 
 // planted is one secret put into one field of a run: body is the part

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loupe-dev/loupe/demo"
+	"github.com/loupe-dev/loupe/internal/demo"
 	"github.com/loupe-dev/loupe/replay"
 	"github.com/loupe-dev/loupe/trace"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/loupe-dev/loupe/mcpserver"
+	"github.com/loupe-dev/loupe/internal/mcpserver"
 )
 
 // bearer adds an API key to every request of an MCP client.

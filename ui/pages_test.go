@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/loupe-dev/loupe/demo"
+	"github.com/loupe-dev/loupe/internal/demo"
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/loupe-dev/loupe/demo"
+	"github.com/loupe-dev/loupe/internal/demo"
 	"github.com/loupe-dev/loupe/export/console"
 	"github.com/loupe-dev/loupe/export/jsonl"
 	"github.com/loupe-dev/loupe/store"

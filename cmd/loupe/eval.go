@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/loupe-dev/loupe/internal/evalcli"
 	"os"
 	"strings"
 	"time"
@@ -16,7 +17,7 @@ import (
 )
 
 func newEvalCmd() *cobra.Command {
-	var cfg evalrun.Config
+	var cfg evalcli.Config
 	var since string
 	var tags []string
 	cmd := &cobra.Command{
@@ -89,7 +90,7 @@ graded at all).`,
 			}
 			cfg.DB = dbDSN(cmd)
 			cfg.StderrIsTerminal = term.IsTerminal(int(os.Stderr.Fd()))
-			code, err := evalrun.Execute(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			code, err := evalcli.Execute(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			switch {
 			case err != nil:
 				return &exitError{code: code, err: err}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/loupe-dev/loupe/mcpserver"
+	"github.com/loupe-dev/loupe/internal/mcpserver"
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"

@@ -17,7 +17,7 @@ import (
 	_ "github.com/loupe-dev/loupe/store/backends" // registers sqlite and postgres
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
-	"github.com/loupe-dev/loupe/tracesview"
+	"github.com/loupe-dev/loupe/internal/tracesview"
 )
 
 // addDBFlag adds the persistent --db flag to root.

@@ -1,9 +1,13 @@
-package evalrun
+// Package evalcli is the command-line half of `loupe eval`: a Config filled
+// from the command's flags and Execute, which picks the target, runs
+// package evalrun, writes the reports and returns the exit code.
+package evalcli
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loupe-dev/loupe/evalrun"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,18 +28,18 @@ type Config struct {
 
 	// Exactly one target: Command, Transcripts, Traces, FromStore or
 	// Agent.
-	Command     string         // a shell command printing an AgentV trace
-	Timeout     time.Duration  // per run of Command or Agent; 0: none
-	Transcripts []string       // AgentV transcript JSONL files
-	Traces      []string       // trace files in any format traceio reads
-	TraceFormat string         // the Traces' format; "" or "auto" detects
-	FromStore   bool           // grade traces already in the store
-	Selection   StoreSelection // which stored traces FromStore grades
-	// Script is a scripted-model file or directory (ScriptTarget).
+	Command     string                 // a shell command printing an AgentV trace
+	Timeout     time.Duration          // per run of Command or Agent; 0: none
+	Transcripts []string               // AgentV transcript JSONL files
+	Traces      []string               // trace files in any format traceio reads
+	TraceFormat string                 // the Traces' format; "" or "auto" detects
+	FromStore   bool                   // grade traces already in the store
+	Selection   evalrun.StoreSelection // which stored traces FromStore grades
+	// Script is a scripted-model file or directory (evalrun.ScriptTarget).
 	Script string
 	// Agent, when set, is an in-process agent target built by the caller
 	// (a Go program embedding loupe eval with its own agent).
-	Agent Target
+	Agent evalrun.Target
 
 	// Grading.
 	Threshold float64 // 0: eval.DefaultThreshold
@@ -82,20 +86,20 @@ type Config struct {
 
 // Execute runs the evaluation described by cfg, writing the summary to
 // stdout and progress and warnings to stderr, and returns the exit status
-// (ExitPass, ExitFail or ExitNotGraded) with, for ExitNotGraded, the error
+// (evalrun.ExitPass, evalrun.ExitFail or evalrun.ExitNotGraded) with, for evalrun.ExitNotGraded, the error
 // that stopped it. Results not written (a file that cannot be created) make
-// the status ExitNotGraded too.
+// the status evalrun.ExitNotGraded too.
 func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, error) {
 	code, err := execute(ctx, cfg, stdout, stderr)
-	if err != nil && code == ExitPass {
-		code = ExitNotGraded
+	if err != nil && code == evalrun.ExitPass {
+		code = evalrun.ExitNotGraded
 	}
 	return code, err
 }
 
 func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, error) {
 	if len(cfg.Files) == 0 {
-		return ExitNotGraded, errors.New("no eval file given: loupe eval FILE… with one or more AgentV eval files")
+		return evalrun.ExitNotGraded, errors.New("no eval file given: loupe eval FILE… with one or more AgentV eval files")
 	}
 	opts := eval.Options{Threshold: cfg.Threshold, GraderTimeout: cfg.GraderTimeout}
 	switch strings.ToLower(cfg.Compat) {
@@ -103,21 +107,21 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	case "agentv":
 		opts.Mode = eval.ModeAgentV
 	default:
-		return ExitNotGraded, fmt.Errorf("--compat %q: want agentv (AgentV 4.42.4 scoring) or loupe (the default)", cfg.Compat)
+		return evalrun.ExitNotGraded, fmt.Errorf("--compat %q: want agentv (AgentV 4.42.4 scoring) or loupe (the default)", cfg.Compat)
 	}
 	if cfg.Threshold < 0 || cfg.Threshold > 1 {
-		return ExitNotGraded, fmt.Errorf("--threshold %g: want a score in (0, 1]", cfg.Threshold)
+		return evalrun.ExitNotGraded, fmt.Errorf("--threshold %g: want a score in (0, 1]", cfg.Threshold)
 	}
 	opts.Judge = cfg.Judge
 	if opts.Judge == nil && cfg.JudgeModel != "" {
-		j, err := OpenJudge(cfg.JudgeModel, llm.Options{BaseURL: cfg.JudgeBaseURL, APIKey: cfg.JudgeAPIKey})
+		j, err := evalrun.OpenJudge(cfg.JudgeModel, llm.Options{BaseURL: cfg.JudgeBaseURL, APIKey: cfg.JudgeAPIKey})
 		if err != nil {
-			return ExitNotGraded, err
+			return evalrun.ExitNotGraded, err
 		}
 		j.Timeout = cfg.JudgeTimeout
 		opts.Judge = j
 	} else if opts.Judge == nil && (cfg.JudgeBaseURL != "" || cfg.JudgeAPIKey != "") {
-		return ExitNotGraded, errors.New("--judge-base-url or --judge-api-key given without --judge-model: name the judge model too, e.g. --judge-model openai:gpt-4o-mini")
+		return evalrun.ExitNotGraded, errors.New("--judge-base-url or --judge-api-key given without --judge-model: name the judge model too, e.g. --judge-model openai:gpt-4o-mini")
 	}
 	load := eval.LoadDefault
 	switch {
@@ -140,7 +144,7 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 		files = append(files, f)
 	}
 	if len(perr) > 0 {
-		return ExitNotGraded, errors.Join(perr...)
+		return evalrun.ExitNotGraded, errors.Join(perr...)
 	}
 
 	openStore := cfg.OpenStore
@@ -166,15 +170,15 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 
 	target, err := chooseTarget(cfg, getStore)
 	if err != nil {
-		return ExitNotGraded, err
+		return evalrun.ExitNotGraded, err
 	}
-	rn := &Runner{Target: target, Options: opts, Workers: cfg.Workers, Now: cfg.Now}
+	rn := &evalrun.Runner{Target: target, Options: opts, Workers: cfg.Workers, Now: cfg.Now}
 	if cfg.Progress || cfg.StderrIsTerminal {
 		rn.Progress = stderr
 	}
 	rep, err := rn.Run(ctx, files)
 	if err != nil {
-		return ExitNotGraded, err
+		return evalrun.ExitNotGraded, err
 	}
 	// Say once on standard error what the summary says per case.
 	seen := map[string]bool{}
@@ -184,21 +188,21 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 			fmt.Fprintf(stderr, "loupe eval: warning: %s\n", r.Run.Warning)
 		}
 	}
-	if err := WriteSummary(stdout, rep, cfg.Now == nil); err != nil {
-		return ExitNotGraded, err
+	if err := evalrun.WriteSummary(stdout, rep, cfg.Now == nil); err != nil {
+		return evalrun.ExitNotGraded, err
 	}
 	if cfg.Out != "" {
 		if err := writeTo(cfg.Out, stdout, func(w io.Writer) error {
-			return WriteRows(w, rep, RowOptions{IncludeTrace: cfg.IncludeTrace})
+			return evalrun.WriteRows(w, rep, evalrun.RowOptions{IncludeTrace: cfg.IncludeTrace})
 		}); err != nil {
-			return ExitNotGraded, fmt.Errorf("writing results: %w", err)
+			return evalrun.ExitNotGraded, fmt.Errorf("writing results: %w", err)
 		}
 	}
 	if cfg.JUnit != "" {
 		if err := writeTo(cfg.JUnit, stdout, func(w io.Writer) error {
-			return WriteJUnit(w, rep, JUnitOptions{Times: cfg.Now == nil})
+			return evalrun.WriteJUnit(w, rep, evalrun.JUnitOptions{Times: cfg.Now == nil})
 		}); err != nil {
-			return ExitNotGraded, fmt.Errorf("writing the JUnit report: %w", err)
+			return evalrun.ExitNotGraded, fmt.Errorf("writing the JUnit report: %w", err)
 		}
 	}
 	if !cfg.NoStore {
@@ -206,7 +210,7 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 		// verdict of the evaluation; it is reported, never silent.
 		if s, err := getStore(); err != nil {
 			fmt.Fprintf(stderr, "loupe eval: results not stored: %v (use --no-store to not store them)\n", err)
-		} else if id, err := Save(ctx, s, rep, cfg.Now); err != nil {
+		} else if id, err := evalrun.Save(ctx, s, rep, cfg.Now); err != nil {
 			fmt.Fprintf(stderr, "loupe eval: results not stored: %v\n", err)
 		} else {
 			fmt.Fprintf(stderr, "loupe eval: results stored as trace %s\n", id)
@@ -215,16 +219,16 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	return rep.ExitCode(), nil
 }
 
-func chooseTarget(cfg Config, getStore func() (store.Store, error)) (Target, error) {
+func chooseTarget(cfg Config, getStore func() (store.Store, error)) (evalrun.Target, error) {
 	var names []string
-	var t Target
+	var t evalrun.Target
 	if cfg.Command != "" {
 		names = append(names, "--command")
-		t = &CommandTarget{Command: cfg.Command, Timeout: cfg.Timeout}
+		t = &evalrun.CommandTarget{Command: cfg.Command, Timeout: cfg.Timeout}
 	}
 	if len(cfg.Transcripts) > 0 {
 		names = append(names, "--transcript")
-		t = TranscriptTarget(cfg.Transcripts...)
+		t = evalrun.TranscriptTarget(cfg.Transcripts...)
 	}
 	if len(cfg.Traces) > 0 {
 		names = append(names, "--trace")
@@ -232,7 +236,7 @@ func chooseTarget(cfg Config, getStore func() (store.Store, error)) (Target, err
 		if err != nil {
 			return nil, err
 		}
-		t = TraceFilesTarget(f, cfg.Traces...)
+		t = evalrun.TraceFilesTarget(f, cfg.Traces...)
 	}
 	if cfg.FromStore {
 		names = append(names, "--from-store")
@@ -240,11 +244,11 @@ func chooseTarget(cfg Config, getStore func() (store.Store, error)) (Target, err
 		if err != nil {
 			return nil, err
 		}
-		t = StoreTarget(st, cfg.Selection)
+		t = evalrun.StoreTarget(st, cfg.Selection)
 	}
 	if cfg.Script != "" {
 		names = append(names, "--script")
-		s, err := ScriptTarget(cfg.Script)
+		s, err := evalrun.ScriptTarget(cfg.Script)
 		if err != nil {
 			return nil, err
 		}

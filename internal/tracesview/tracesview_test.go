@@ -52,7 +52,7 @@ func TestCriteriaQuery(t *testing.T) {
 // TestShowHidesOTelSpanRecords: the otel.span records of an OTLP trace are
 // left out of the tree and counted in a note.
 func TestShowHidesOTelSpanRecords(t *testing.T) {
-	b, err := os.ReadFile("../otlp/testdata/genai.json")
+	b, err := os.ReadFile("../../otlp/testdata/genai.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // mcpJS is where scripts/mcp-js.sh installs the MCP TypeScript SDK.
-const mcpJS = "../testdata/mcp-js"
+const mcpJS = "../../testdata/mcp-js"
 
 // needMCPJS returns node and the SDK's folder (absolute), skipping the
 // test when either is missing, except under CI=true, where the test

@@ -1,14 +1,14 @@
-package evalrun_test
+package evalcli_test
 
 import (
 	"fmt"
+	"github.com/loupe-dev/loupe/internal/evalcli"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/loupe-dev/loupe/evalrun"
 )
 
 // TestScriptedParallelCallsGradeInModelOrder: a scripted model asks for
@@ -49,7 +49,7 @@ turns:
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	out := filepath.Join(dir, "results.jsonl")
-	code, stdout, stderr, err := execute(t, evalrun.Config{Files: []string{evalFile}, Script: scriptFile, Workers: 4, Out: out})
+	code, stdout, stderr, err := execute(t, evalcli.Config{Files: []string{evalFile}, Script: scriptFile, Workers: 4, Out: out})
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d, err %v; want every case to pass\n%s%s", code, err, stdout, stderr)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loupe-dev/loupe/agent"
-	"github.com/loupe-dev/loupe/demo"
+	"github.com/loupe-dev/loupe/internal/demo"
 	"github.com/loupe-dev/loupe/llm"
 	"github.com/loupe-dev/loupe/trace"
 )

@@ -1,9 +1,10 @@
-package evalrun_test
+package evalcli_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/loupe-dev/loupe/internal/evalcli"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,7 +49,7 @@ func TestEvalJudgeOnRealSuite(t *testing.T) {
 	testrepo.Chdir(t)
 	db := filepath.Join(t.TempDir(), "loupe.db")
 	open := func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }
-	cfg := evalrun.Config{Files: []string{judgeSuite}, Command: "cat " + staticTrace, JudgeModel: judgeScript,
+	cfg := evalcli.Config{Files: []string{judgeSuite}, Command: "cat " + staticTrace, JudgeModel: judgeScript,
 		DB: db, OpenStore: open, Out: filepath.Join(t.TempDir(), "r.jsonl")}
 	code, stdout, stderr, err := execute(t, cfg)
 	// The suite's code graders need bun, which is not installed here:
@@ -156,17 +157,17 @@ func TestEvalJudgeOnRealSuite(t *testing.T) {
 // evaluation before anything runs.
 func TestEvalJudgeMissingOrBad(t *testing.T) {
 	testrepo.Chdir(t)
-	_, stdout, _, err := execute(t, evalrun.Config{Files: []string{judgeSuite}, Command: "cat " + staticTrace})
+	_, stdout, _, err := execute(t, evalcli.Config{Files: []string{judgeSuite}, Command: "cat " + staticTrace})
 	if err != nil || !strings.Contains(stdout, "LLM graders skipped in 5 case(s) (span-count-check, error-free-execution, no-forbidden-tools, duration-check, comprehensive-trace-check): no judge model; run them with --judge-model") {
 		t.Errorf("err %v\n%s", err, stdout)
 	}
 	for _, tt := range []struct {
-		cfg  evalrun.Config
+		cfg  evalcli.Config
 		want string
 	}{
-		{evalrun.Config{JudgeModel: "gpt-4o-mini"}, `--judge-model: llm: model "gpt-4o-mini" has no provider; write provider:model, e.g. openai:gpt-4o-mini`},
-		{evalrun.Config{JudgeModel: "scripted:nowhere.yaml"}, "--judge-model: scripted:"},
-		{evalrun.Config{JudgeBaseURL: "http://localhost:1"}, "without --judge-model"},
+		{evalcli.Config{JudgeModel: "gpt-4o-mini"}, `--judge-model: llm: model "gpt-4o-mini" has no provider; write provider:model, e.g. openai:gpt-4o-mini`},
+		{evalcli.Config{JudgeModel: "scripted:nowhere.yaml"}, "--judge-model: scripted:"},
+		{evalcli.Config{JudgeBaseURL: "http://localhost:1"}, "without --judge-model"},
 	} {
 		tt.cfg.Files, tt.cfg.Command = []string{judgeSuite}, "cat "+staticTrace
 		code, _, _, err := execute(t, tt.cfg)
@@ -225,7 +226,7 @@ func TestEvalJudgeOpenAICompatible(t *testing.T) {
     assertions:
       - The answer is 4.
 `), 0o644)
-	cfg := evalrun.Config{Files: []string{suite}, Command: "echo 'The capital of France is Paris.'",
+	cfg := evalcli.Config{Files: []string{suite}, Command: "echo 'The capital of France is Paris.'",
 		JudgeModel: "openai:gpt-4o-mini", JudgeBaseURL: srv.URL + "/v1", JudgeAPIKey: "judge-key",
 		Out: filepath.Join(dir, "r.jsonl")}
 	code, stdout, stderr, err := execute(t, cfg)
@@ -272,7 +273,7 @@ func TestEvalJudgeTimeout(t *testing.T) {
 	if err := os.WriteFile(suite, []byte("tests:\n  - id: slow\n    input: hi\n    assertions:\n      - Says hello.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := evalrun.Config{Files: []string{suite}, Command: "echo hello", JudgeModel: "openai:gpt-4o-mini",
+	cfg := evalcli.Config{Files: []string{suite}, Command: "echo hello", JudgeModel: "openai:gpt-4o-mini",
 		JudgeBaseURL: srv.URL + "/v1", JudgeAPIKey: "k", JudgeTimeout: 300 * time.Millisecond}
 	code, stdout, stderr, err := execute(t, cfg)
 	if err != nil || code != evalrun.ExitNotGraded || !strings.Contains(stdout, "no answer within 300ms (--judge-timeout)") {

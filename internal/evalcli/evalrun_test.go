@@ -1,4 +1,4 @@
-package evalrun_test
+package evalcli_test
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"github.com/loupe-dev/loupe/internal/evalcli"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,11 +20,11 @@ import (
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/internal/golden"
 	"github.com/loupe-dev/loupe/internal/testrepo"
+	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
-	"github.com/loupe-dev/loupe/tracesview"
 )
 
 // Paths, relative to the repository root; tests run there (see inRoot).
@@ -38,7 +39,7 @@ const (
 func fixedNow() time.Time { return time.Date(2026, 2, 22, 10, 0, 0, 0, time.UTC) }
 
 // execute runs Execute with results not stored (unless cfg says where).
-func execute(t *testing.T, cfg evalrun.Config) (code int, stdout, stderr string, err error) {
+func execute(t *testing.T, cfg evalcli.Config) (code int, stdout, stderr string, err error) {
 	t.Helper()
 	if cfg.DB == "" {
 		cfg.NoStore = true
@@ -47,7 +48,7 @@ func execute(t *testing.T, cfg evalrun.Config) (code int, stdout, stderr string,
 		cfg.Now = fixedNow
 	}
 	var out, errb bytes.Buffer
-	code, err = evalrun.Execute(context.Background(), cfg, &out, &errb)
+	code, err = evalcli.Execute(context.Background(), cfg, &out, &errb)
 	return code, out.String(), errb.String(), err
 }
 
@@ -58,15 +59,15 @@ func TestTargetsOnStaticTrace(t *testing.T) {
 	testrepo.Chdir(t)
 	tests := []struct {
 		name     string
-		cfg      evalrun.Config
+		cfg      evalcli.Config
 		code     int
 		verdicts string
 	}{
-		{"command", evalrun.Config{Command: "cat " + staticTrace}, 1, "pass pass fail fail"},
-		{"command with placeholder", evalrun.Config{Command: `test -n {{input}} && test "$LOUPE_EVAL_CASE_ID" = {{case_id}} && cat ` + staticTrace}, 1, "pass pass fail fail"},
-		{"trace file", evalrun.Config{Traces: []string{staticTrace}}, 1, "pass pass fail fail"},
-		{"script", evalrun.Config{Script: "evalrun/testdata/scripts/default.yaml"}, 1, "pass pass fail pass"},
-		{"script per case", evalrun.Config{Script: "evalrun/testdata/scripts", Workers: 4}, 0, "pass pass pass pass"},
+		{"command", evalcli.Config{Command: "cat " + staticTrace}, 1, "pass pass fail fail"},
+		{"command with placeholder", evalcli.Config{Command: `test -n {{input}} && test "$LOUPE_EVAL_CASE_ID" = {{case_id}} && cat ` + staticTrace}, 1, "pass pass fail fail"},
+		{"trace file", evalcli.Config{Traces: []string{staticTrace}}, 1, "pass pass fail fail"},
+		{"script", evalcli.Config{Script: "evalrun/testdata/scripts/default.yaml"}, 1, "pass pass fail pass"},
+		{"script per case", evalcli.Config{Script: "evalrun/testdata/scripts", Workers: 4}, 0, "pass pass pass pass"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestTargetsOnStaticTrace(t *testing.T) {
 
 func TestSummaryGolden(t *testing.T) {
 	testrepo.Chdir(t)
-	_, stdout, _, err := execute(t, evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace})
+	_, stdout, _, err := execute(t, evalcli.Config{Files: []string{staticEval}, Command: "cat " + staticTrace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestSummaryGolden(t *testing.T) {
 func TestJUnitGolden(t *testing.T) {
 	testrepo.Chdir(t)
 	junit := filepath.Join(t.TempDir(), "report.xml")
-	_, _, _, err := execute(t, evalrun.Config{
+	_, _, _, err := execute(t, evalcli.Config{
 		Files:   []string{staticEval, filepath.Join(realAgentV, "trace-evaluation.suite.yaml")},
 		Command: "cat " + staticTrace, JUnit: junit,
 	})
@@ -154,7 +155,7 @@ func TestRowFieldNamesMatchAgentV(t *testing.T) {
 	}
 	for _, include := range []bool{false, true} {
 		out := filepath.Join(t.TempDir(), "r.jsonl")
-		if _, _, _, err := execute(t, evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts/default.yaml", Out: out, IncludeTrace: include}); err != nil {
+		if _, _, _, err := execute(t, evalcli.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts/default.yaml", Out: out, IncludeTrace: include}); err != nil {
 			t.Fatal(err)
 		}
 		row := readRows(t, out)[0]
@@ -197,7 +198,7 @@ func TestRealFilesWithTranscripts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			cfg := evalrun.Config{Files: []string{filepath.Join(realAgentV, tt.file)}, Transcripts: []string{filepath.Join(realRuns, tt.runs)}}
+			cfg := evalcli.Config{Files: []string{filepath.Join(realAgentV, tt.file)}, Transcripts: []string{filepath.Join(realRuns, tt.runs)}}
 			out := filepath.Join(t.TempDir(), "r.jsonl")
 			cfg.Out = out
 			code, stdout, _, err := execute(t, cfg)
@@ -266,33 +267,33 @@ func TestExitCodes(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		cfg     evalrun.Config
+		cfg     evalcli.Config
 		code    int
 		message string // in the error or the summary
 	}{
-		{"all pass", evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts"}, 0, "4 passed"},
-		{"threshold lowered", evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace, Threshold: 0.3}, 1, "3 passed, 1 failed"},
-		{"case fails", evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace}, 1, "2 failed"},
-		{"bad eval file, strict", evalrun.Config{Files: []string{bad}, Command: "true", Strict: true}, 2, "bad.yaml:4:"},
-		{"bad grader, default", evalrun.Config{Files: []string{bad}, Command: "echo hi"}, 2, "could not run: " + bad + ":4:"},
-		{"bad grader, agentv", evalrun.Config{Files: []string{bad}, Command: "echo hi", Compat: "agentv"}, 1, "warning: " + bad + ":4:"},
-		{"missing eval file", evalrun.Config{Files: []string{"nope.yaml"}, Command: "true"}, 2, "nope.yaml"},
-		{"no target", evalrun.Config{Files: []string{staticEval}}, 2, "nothing to grade"},
-		{"two targets", evalrun.Config{Files: []string{staticEval}, Command: "true", Traces: []string{staticTrace}}, 2, "--command and --trace given together"},
-		{"command fails", evalrun.Config{Files: []string{staticEval}, Command: "echo oops >&2; exit 3"}, 2, "oops"},
-		{"command not found", evalrun.Config{Files: []string{staticEval}, Command: "/no/such/agent"}, 2, "could not run"},
-		{"command prints nothing", evalrun.Config{Files: []string{staticEval}, Command: "true"}, 2, "printed nothing"},
-		{"command prints bad json", evalrun.Config{Files: []string{staticEval}, Command: "cat " + notJSON}, 2, "not a trace"},
-		{"command times out", evalrun.Config{Files: []string{staticEval}, Command: "sleep 5", Timeout: 50 * time.Millisecond}, 2, "timed out"},
-		{"bad compat", evalrun.Config{Files: []string{staticEval}, Command: "true", Compat: "promptfoo"}, 2, "--compat"},
-		{"bad threshold", evalrun.Config{Files: []string{staticEval}, Command: "true", Threshold: 2}, 2, "--threshold"},
-		{"transcript count mismatch", evalrun.Config{Files: []string{staticEval}, Transcripts: []string{filepath.Join(realRuns, "tool-trajectory-demo.jsonl")}}, 2, "5 recorded runs for 4 cases"},
-		{"bad trace format", evalrun.Config{Files: []string{staticEval}, Traces: []string{staticTrace}, TraceFormat: "xml"}, 2, "unknown trace format"},
-		{"missing script", evalrun.Config{Files: []string{staticEval}, Script: "nope.yaml"}, 2, "--script"},
-		{"plain text answer", evalrun.Config{Files: []string{staticEval}, Command: "echo The ThinkPad X1 Carbon."}, 1, "4 failed"},
-		{"plain text warns", evalrun.Config{Files: []string{staticEval}, Command: "echo hello"}, 1, `warning: command "echo hello" printed no trace`},
-		{"nothing graded", evalrun.Config{Files: []string{judgeOnly}, Command: "echo hello"}, 2, "no case was graded"},
-		{"script out of turns", evalrun.Config{Files: []string{staticEval}, Script: outOfTurns}, 2, "the agent run failed"},
+		{"all pass", evalcli.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts"}, 0, "4 passed"},
+		{"threshold lowered", evalcli.Config{Files: []string{staticEval}, Command: "cat " + staticTrace, Threshold: 0.3}, 1, "3 passed, 1 failed"},
+		{"case fails", evalcli.Config{Files: []string{staticEval}, Command: "cat " + staticTrace}, 1, "2 failed"},
+		{"bad eval file, strict", evalcli.Config{Files: []string{bad}, Command: "true", Strict: true}, 2, "bad.yaml:4:"},
+		{"bad grader, default", evalcli.Config{Files: []string{bad}, Command: "echo hi"}, 2, "could not run: " + bad + ":4:"},
+		{"bad grader, agentv", evalcli.Config{Files: []string{bad}, Command: "echo hi", Compat: "agentv"}, 1, "warning: " + bad + ":4:"},
+		{"missing eval file", evalcli.Config{Files: []string{"nope.yaml"}, Command: "true"}, 2, "nope.yaml"},
+		{"no target", evalcli.Config{Files: []string{staticEval}}, 2, "nothing to grade"},
+		{"two targets", evalcli.Config{Files: []string{staticEval}, Command: "true", Traces: []string{staticTrace}}, 2, "--command and --trace given together"},
+		{"command fails", evalcli.Config{Files: []string{staticEval}, Command: "echo oops >&2; exit 3"}, 2, "oops"},
+		{"command not found", evalcli.Config{Files: []string{staticEval}, Command: "/no/such/agent"}, 2, "could not run"},
+		{"command prints nothing", evalcli.Config{Files: []string{staticEval}, Command: "true"}, 2, "printed nothing"},
+		{"command prints bad json", evalcli.Config{Files: []string{staticEval}, Command: "cat " + notJSON}, 2, "not a trace"},
+		{"command times out", evalcli.Config{Files: []string{staticEval}, Command: "sleep 5", Timeout: 50 * time.Millisecond}, 2, "timed out"},
+		{"bad compat", evalcli.Config{Files: []string{staticEval}, Command: "true", Compat: "promptfoo"}, 2, "--compat"},
+		{"bad threshold", evalcli.Config{Files: []string{staticEval}, Command: "true", Threshold: 2}, 2, "--threshold"},
+		{"transcript count mismatch", evalcli.Config{Files: []string{staticEval}, Transcripts: []string{filepath.Join(realRuns, "tool-trajectory-demo.jsonl")}}, 2, "5 recorded runs for 4 cases"},
+		{"bad trace format", evalcli.Config{Files: []string{staticEval}, Traces: []string{staticTrace}, TraceFormat: "xml"}, 2, "unknown trace format"},
+		{"missing script", evalcli.Config{Files: []string{staticEval}, Script: "nope.yaml"}, 2, "--script"},
+		{"plain text answer", evalcli.Config{Files: []string{staticEval}, Command: "echo The ThinkPad X1 Carbon."}, 1, "4 failed"},
+		{"plain text warns", evalcli.Config{Files: []string{staticEval}, Command: "echo hello"}, 1, `warning: command "echo hello" printed no trace`},
+		{"nothing graded", evalcli.Config{Files: []string{judgeOnly}, Command: "echo hello"}, 2, "no case was graded"},
+		{"script out of turns", evalcli.Config{Files: []string{staticEval}, Script: outOfTurns}, 2, "the agent run failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,7 +314,7 @@ func TestWorkersKeepInputOrder(t *testing.T) {
 	testrepo.Chdir(t)
 	var outs []string
 	for _, w := range []int{1, 8} {
-		cfg := evalrun.Config{Files: []string{filepath.Join("eval", "testdata", "agentv-ref", "cases.yaml")},
+		cfg := evalcli.Config{Files: []string{filepath.Join("eval", "testdata", "agentv-ref", "cases.yaml")},
 			Transcripts: []string{filepath.Join("eval", "testdata", "agentv-ref", "transcript.jsonl")},
 			Workers:     w, Out: filepath.Join(t.TempDir(), "r.jsonl")}
 		_, stdout, _, err := execute(t, cfg)
@@ -330,14 +331,14 @@ func TestWorkersKeepInputOrder(t *testing.T) {
 
 func TestProgressBar(t *testing.T) {
 	testrepo.Chdir(t)
-	_, _, stderr, err := execute(t, evalrun.Config{Files: []string{staticEval}, Traces: []string{staticTrace}, Progress: true})
+	_, _, stderr, err := execute(t, evalcli.Config{Files: []string{staticEval}, Traces: []string{staticTrace}, Progress: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stderr, "grading") {
 		t.Errorf("no progress bar on stderr: %q", stderr)
 	}
-	_, _, stderr, _ = execute(t, evalrun.Config{Files: []string{staticEval}, Traces: []string{staticTrace}})
+	_, _, stderr, _ = execute(t, evalcli.Config{Files: []string{staticEval}, Traces: []string{staticTrace}})
 	if stderr != "" {
 		t.Errorf("progress bar without a terminal or --progress: %q", stderr)
 	}
@@ -349,7 +350,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	testrepo.Chdir(t)
 	db := filepath.Join(t.TempDir(), "loupe.db")
 	open := func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }
-	cfg := evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts", DB: db, OpenStore: open,
+	cfg := evalcli.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts", DB: db, OpenStore: open,
 		Out: filepath.Join(t.TempDir(), "r.jsonl")}
 	code, _, stderr, err := execute(t, cfg)
 	if err != nil || code != 0 || !strings.Contains(stderr, "results stored as trace") {
@@ -384,7 +385,7 @@ func TestStoreRoundTrip(t *testing.T) {
 
 	// Grade the stored runs again: they carry case:<id> tags, so they pair
 	// by name; the results trace itself is never selected.
-	cfg2 := evalrun.Config{Files: []string{staticEval}, FromStore: true, DB: db, OpenStore: open,
+	cfg2 := evalcli.Config{Files: []string{staticEval}, FromStore: true, DB: db, OpenStore: open,
 		Selection: evalrun.StoreSelection{Filter: store.Filter{Tags: []string{"case:exact-plan"}}}, NoStore: true}
 	code, stdout, _, err := execute(t, cfg2)
 	if err != nil || code != 1 || !strings.Contains(stdout, "PASS  exact-plan") || !strings.Contains(stdout, "FAIL  research-in-order") {
@@ -408,7 +409,7 @@ func TestStoredEvaluationIsNotAFailedRun(t *testing.T) {
 	testrepo.Chdir(t)
 	db := filepath.Join(t.TempDir(), "loupe.db")
 	open := func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }
-	code, _, stderr, err := execute(t, evalrun.Config{Files: []string{staticEval}, Command: "cat " + staticTrace, DB: db, OpenStore: open})
+	code, _, stderr, err := execute(t, evalcli.Config{Files: []string{staticEval}, Command: "cat " + staticTrace, DB: db, OpenStore: open})
 	if err != nil || code != 1 || !strings.Contains(stderr, "results stored as trace") {
 		t.Fatalf("exit %d, err %v, stderr %q", code, err, stderr)
 	}
@@ -459,7 +460,7 @@ func TestStoredEvaluationIsNotAFailedRun(t *testing.T) {
 // A store that cannot be opened does not change the verdict; it is said.
 func TestStoreUnavailableIsReported(t *testing.T) {
 	testrepo.Chdir(t)
-	code, _, stderr, err := execute(t, evalrun.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts",
+	code, _, stderr, err := execute(t, evalcli.Config{Files: []string{staticEval}, Script: "evalrun/testdata/scripts",
 		DB: filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"),
 		OpenStore: func(ctx context.Context, dsn string) (store.Store, error) {
 			return sqlite.Open(ctx, "/dev/null/x.db")
@@ -609,7 +610,7 @@ func TestRowsReportBadGraders(t *testing.T) {
 	testrepo.Chdir(t)
 	ref := filepath.Join("eval", "testdata", "agentv-ref")
 	for _, compat := range []string{"", "agentv"} {
-		cfg := evalrun.Config{Files: []string{filepath.Join(ref, "loading.yaml")}, Transcripts: []string{filepath.Join(ref, "loading-transcript.jsonl")},
+		cfg := evalcli.Config{Files: []string{filepath.Join(ref, "loading.yaml")}, Transcripts: []string{filepath.Join(ref, "loading-transcript.jsonl")},
 			Compat: compat, Out: filepath.Join(t.TempDir(), "r.jsonl"), NoStore: true}
 		code, _, stderr, err := execute(t, cfg)
 		if err != nil {
