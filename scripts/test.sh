@@ -72,3 +72,16 @@ step "interop module: vet, staticcheck, test"
 
 step "go test -race"
 go test -race -count=1 "${@:-./...}"
+
+# The fuzz targets that guard the collector against hostile input run
+# briefly on every run (their seed corpora also run in go test above):
+# the nesting guards checked against pdata's decoders, numeric
+# validation, UTF-8 repair and the records decoder. LOUPE_FUZZTIME
+# lengthens them (e.g. 5m before a release).
+if [ $# -eq 0 ]; then
+  step "fuzz (short)"
+  for target in otlp:FuzzProtoNesting otlp:FuzzJSONNesting store:FuzzSanitize store:FuzzValidateRecord server:FuzzIngest; do
+    pkg=${target%%:*} name=${target##*:}
+    go test -run='^$' -fuzz="^${name}\$" -fuzztime="${LOUPE_FUZZTIME:-8s}" "./$pkg"
+  done
+fi
