@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/export/jsonl"
+	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 )
 
 // planted is one secret put into one field of a run: body is the part

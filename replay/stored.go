@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 )
 
 // LoadStored loads the recording of the stored trace whose id is, or

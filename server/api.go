@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/evalrun"
+	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 )
 
 // The JSON API. Filters are the flags of `loupe traces ls` (built with

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/loupe-dev/loupe/internal/demo"
 	"github.com/loupe-dev/loupe/export/console"
 	"github.com/loupe-dev/loupe/export/jsonl"
+	"github.com/loupe-dev/loupe/internal/demo"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/spf13/cobra"

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/llm"
 	"github.com/loupe-dev/loupe/pipeline"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/spf13/cobra"
 )
 

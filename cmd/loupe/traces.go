@@ -13,11 +13,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/loupe-dev/loupe/evalrun"
+	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	_ "github.com/loupe-dev/loupe/store/backends" // registers sqlite and postgres
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 )
 
 // addDBFlag adds the persistent --db flag to root.

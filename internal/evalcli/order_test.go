@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
 )
 
 // TestScriptedParallelCallsGradeInModelOrder: a scripted model asks for

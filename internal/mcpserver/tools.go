@@ -12,9 +12,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 )
 
 // Bounds of the paging arguments.
