@@ -374,7 +374,7 @@ func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, 
 			Input: runIn, Tags: tags(rs, attrs)}, "start", 0)
 		if kind == KindModel || kind == KindTool {
 			call := derived(tid, sid, "call", 0)
-			callRecs(s, kind, tid, call, sid, sp, name, start, end, in, out, errMsg)
+			callRecs(s, &callSpan{tid, sp, kind, name, start, end, in, out, errMsg}, call, sid)
 		} else {
 			events(s, tid, sid, sp)
 		}
@@ -387,7 +387,7 @@ func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, 
 	} else {
 		switch kind {
 		case KindModel, KindTool:
-			callRecs(s, kind, tid, sid, parent, sp, name, start, end, in, out, errMsg)
+			callRecs(s, &callSpan{tid, sp, kind, name, start, end, in, out, errMsg}, sid, parent)
 		default:
 			startT, endT, status := trace.TypeNodeStart, trace.TypeNodeEnd, ""
 			if kind == KindAgent {
@@ -407,12 +407,25 @@ func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, 
 	return s.dst
 }
 
-// callRecs adds the records of a model or tool call in span id under parent.
-// The span's events come between the call's start and its end.
-func callRecs(s *spanRecs, kind Kind, tid trace.TraceID, id, parent trace.SpanID, sp ptrace.Span, name string, start, end time.Time, in, out trace.Value, errMsg string) {
+// callSpan is what mapSpan has read of a model or tool span.
+type callSpan struct {
+	tid        trace.TraceID
+	sp         ptrace.Span
+	kind       Kind // KindModel or KindTool
+	name       string
+	start, end time.Time
+	in, out    trace.Value
+	errMsg     string
+}
+
+// callRecs adds the records of the call c in span id under parent. The
+// span's events come between the call's start and its end.
+func callRecs(s *spanRecs, c *callSpan, id, parent trace.SpanID) {
+	tid, sp, name, in, out, errMsg := c.tid, c.sp, c.name, c.in, c.out, c.errMsg
+	start, end := c.start, c.end
 	attrs := sp.Attributes()
 	d := end.Sub(start)
-	if kind == KindModel {
+	if c.kind == KindModel {
 		events(s, tid, trace.SpanID(sp.SpanID()), sp)
 		r := trace.Record{TraceID: tid, SpanID: id, ParentID: parent, Time: end, Type: trace.TypeModelCall,
 			Name: name, Duration: d, Input: in, Output: out, Error: errMsg, Status: finishReason(attrs)}
