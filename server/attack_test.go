@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +26,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -570,5 +572,53 @@ func TestManyQueryTermsIs400(t *testing.T) {
 	code, b, _ = e.do("GET", "/api/v1/traces?"+tags[1:], "", nil)
 	if code != 400 || !bytes.Contains(b, []byte("limit")) {
 		t.Errorf("500 tags: %d %s", code, b)
+	}
+}
+
+// TestOTLPGroupRefused: a protobuf request that starts with a group (which
+// OTLP never uses) is a 400 that says so, deep or shallow, and the server
+// keeps answering.
+func TestOTLPGroupRefused(t *testing.T) {
+	e := newEnv(t, Options{})
+	_, real := otlpFile(t, "genai.json")
+	td, err := otlp.DecodeJSON(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pm ptrace.ProtoMarshaler
+	pb, err := pm.MarshalTraces(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An empty group of unknown field 15 (start tag 0x7b, end tag 0x7c)
+	// before the real request.
+	body := append([]byte{0x7b, 0x7c}, pb...)
+	code, msg, _ := e.do("POST", "/v1/traces", "application/x-protobuf", body)
+	if code != 400 || !bytes.Contains(msg, []byte("group")) {
+		t.Errorf("group-prefixed request: %d %q, want 400 about groups", code, msg)
+	}
+	if n := count(t, e.st); n != 0 {
+		t.Errorf("%d traces stored from a refused request", n)
+	}
+	if code, _, _ := e.do("POST", "/v1/traces", "application/x-protobuf", pb); code != 200 {
+		t.Errorf("the same request without the group: %d", code)
+	}
+}
+
+// infStore answers aggregates that cannot be encoded as JSON, as an old
+// store might hold.
+type infStore struct{ store.Store }
+
+func (infStore) Aggregate(context.Context, time.Time, time.Time) (store.Aggregates, error) {
+	return store.Aggregates{ErrorRate: math.Inf(1)}, nil
+}
+
+// TestUnencodableAnswerIs500: an answer that does not encode is a 500
+// with a message, never a 200 with an empty body.
+func TestUnencodableAnswerIs500(t *testing.T) {
+	e := newEnv(t, Options{Store: infStore{openStore(t)}})
+	code, b, _ := e.do("GET", "/api/v1/aggregates", "", nil)
+	if code != 500 || !json.Valid(b) || !bytes.Contains(b, []byte("encoded")) {
+		t.Errorf("unencodable aggregates: %d %q, want 500 with a JSON error", code, b)
 	}
 }
