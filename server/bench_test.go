@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,6 +12,10 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/loupe-dev/loupe/otlp"
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
 )
 
 // otlpPayload returns an OTLP protobuf request of 100 spans (the 5 GenAI
@@ -86,5 +91,89 @@ func BenchmarkOTLPIngest(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 			}
 		})
+	}
+}
+
+// soloStore hides a store's AppendGroups: every request commits alone
+// (the collector before group commit).
+type soloStore struct{ store.Store }
+
+// BenchmarkGroupCommit measures OTLP/HTTP ingest of 100-span protobuf
+// requests from 32 and 64 concurrent senders, with group commit and
+// without, against the store's own Append of the same records in
+// 1000-record batches, all in one run on fresh SQLite stores. It reports
+// records/s, the ratio to Append's rate and the p99 time to
+// acknowledgement.
+func BenchmarkGroupCommit(b *testing.B) {
+	for _, senders := range []int{32, 64} {
+		const perSender = 8
+		payloads := make([][]byte, senders*perSender)
+		for i := range payloads {
+			payloads[i] = otlpPayload(b, 1_000_000+i)
+		}
+		// The records the collector stores for them.
+		var all []trace.Record
+		for _, p := range payloads {
+			td, err := otlp.DecodeProto(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			all = append(all, otlp.Map(td, nil).Records...)
+		}
+		appendRate := func() float64 {
+			st := openStore(b)
+			start := time.Now()
+			for i := 0; i < len(all); i += 1000 {
+				if _, err := st.Append(context.Background(), all[i:min(i+1000, len(all))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			return float64(len(all)) / time.Since(start).Seconds()
+		}
+		for _, mode := range []string{"group", "solo"} {
+			b.Run(fmt.Sprintf("senders=%d/%s", senders, mode), func(b *testing.B) {
+				for range b.N {
+					ref := appendRate()
+					st := openStore(b)
+					if mode == "solo" {
+						st = soloStore{st}
+					}
+					e := newEnv(b, Options{Store: st})
+					client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
+					var mu sync.Mutex
+					var lat []time.Duration
+					var wg sync.WaitGroup
+					start := time.Now()
+					for s := range senders {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for k := range perSender {
+								t0 := time.Now()
+								resp, err := client.Post(e.ts.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(payloads[s*perSender+k]))
+								if err != nil {
+									b.Error(err)
+									return
+								}
+								resp.Body.Close()
+								if resp.StatusCode != 200 {
+									b.Errorf("status %d", resp.StatusCode)
+								}
+								mu.Lock()
+								lat = append(lat, time.Since(t0))
+								mu.Unlock()
+							}
+						}()
+					}
+					wg.Wait()
+					rate := float64(len(all)) / time.Since(start).Seconds()
+					slices.Sort(lat)
+					b.ReportMetric(rate, "records/s")
+					b.ReportMetric(ref, "append-records/s")
+					b.ReportMetric(100*rate/ref, "%-of-append")
+					b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+				}
+			})
+		}
 	}
 }

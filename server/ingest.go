@@ -115,8 +115,9 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ingestResult{Accepted: len(recs), Added: added})
 }
 
-// commit repairs and redacts recs, appends them in one transaction and,
-// once they are committed, hands them to the live streams.
+// commit repairs and redacts recs, appends them in one transaction
+// (shared with other requests' records when the store can: see
+// grouper) and, once they are committed, hands them to the live streams.
 func (s *Server) commit(r *http.Request, recs []trace.Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
@@ -130,7 +131,13 @@ func (s *Server) commit(r *http.Request, recs []trace.Record) (int, error) {
 			s.o.Prices.PriceRecord(&recs[i])
 		}
 	}
-	added, err := s.o.Store.Append(r.Context(), recs)
+	var added int
+	var err error
+	if s.group != nil {
+		added, err = s.group.append(r.Context(), recs)
+	} else {
+		added, err = s.o.Store.Append(r.Context(), recs)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -152,6 +152,7 @@ type Server struct {
 	// lists, aggregates) and heavy ones (whole traces, search hits), so
 	// that a crowd asking for large traces cannot hold up the lists.
 	light, heavy slots
+	group        *grouper // nil when the store cannot append groups
 }
 
 // New returns a Server for o.
@@ -194,6 +195,9 @@ func New(o Options) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.keys, _ = o.Store.(store.Settings)
+	if ga, ok := o.Store.(store.GroupAppender); ok {
+		s.group = &grouper{st: ga}
+	}
 	if o.RequireKeys && s.keys == nil {
 		return nil, errors.New("server: API keys are required but this store cannot keep them (it does not implement store.Settings)")
 	}

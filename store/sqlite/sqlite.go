@@ -338,35 +338,86 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 // appendValid is Append once recs are validated. Tests call it directly
 // to write what versions before some check could store.
 func (s *Store) appendValid(ctx context.Context, recs []trace.Record) (int, error) {
+	added, err := s.insert(ctx, recs)
+	return len(added), err
+}
+
+// AppendGroups implements store.GroupAppender: the groups in one
+// immediate transaction, each group's new records counted by where the
+// inserted rows lie in the concatenation.
+func (s *Store) AppendGroups(ctx context.Context, groups [][]trace.Record) ([]int, error) {
+	if s.db.ReadOnly != nil {
+		return nil, s.db.ReadOnly
+	}
+	n := 0
+	for _, g := range groups {
+		n += len(g)
+	}
+	all := make([]trace.Record, 0, n)
+	for _, g := range groups {
+		all = append(all, g...)
+	}
+	if err := sqlstore.Validate(all); err != nil {
+		return nil, err
+	}
+	added, err := s.insert(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	// A record is new in the first group that holds it (ON CONFLICT DO
+	// NOTHING keeps the first of duplicates).
+	type key struct {
+		id  trace.TraceID
+		seq uint64
+	}
+	first := make(map[key]int, n)
+	for i, g := range groups {
+		for j := range g {
+			k := key{g[j].TraceID, g[j].Seq}
+			if _, ok := first[k]; !ok {
+				first[k] = i
+			}
+		}
+	}
+	counts := make([]int, len(groups))
+	for _, r := range added {
+		counts[first[key{r.TraceID, r.Seq}]]++
+	}
+	return counts, nil
+}
+
+// insert appends recs, validated, in one immediate transaction and
+// returns the records that were new, as pointers into recs.
+func (s *Store) insert(ctx context.Context, recs []trace.Record) ([]*trace.Record, error) {
 	if len(recs) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.wconn == nil {
-		return 0, fmt.Errorf("append to %s: store is closed", s.db.Name)
+		return nil, fmt.Errorf("append to %s: store is closed", s.db.Name)
 	}
 	tx, err := s.begin(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer tx.rollback()
 	added, fts, err := tx.insertRecords(recs)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := tx.indexText(fts); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if len(added) > 0 {
 		if err := s.db.D.ApplyDeltas(ctx, tx.exec, sqlstore.Deltas(added)); err != nil {
-			return 0, fmt.Errorf("append to %s: %w", s.db.Name, err)
+			return nil, fmt.Errorf("append to %s: %w", s.db.Name, err)
 		}
 	}
 	if err := tx.commit(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return len(added), nil
+	return added, nil
 }
 
 // writeTx is one Append's transaction, driven by hand on the write

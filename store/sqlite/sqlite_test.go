@@ -80,3 +80,7 @@ func TestLegacyNumbers(t *testing.T) {
 		},
 	})
 }
+
+func TestGroupAppender(t *testing.T) {
+	storetest.CheckGroupAppender(t, open(t, filepath.Join(t.TempDir(), "loupe.db")))
+}
