@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/loupe-dev/loupe/export/jsonl"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
@@ -135,7 +134,11 @@ func search(t *testing.T, db, word string) []store.Hit {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	q, err := tracesview.Criteria{}.Query([]string{word}, time.Now())
+	now := time.Now()
+	q, err := store.ParseQueryAt(word, now)
+	if err == nil {
+		q, err = store.Criteria{}.Query(q, now)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

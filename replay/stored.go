@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -23,7 +22,7 @@ func LoadStored(ctx context.Context, st store.Store, id string) (*Recording, err
 // storedRecords returns the records of the stored trace whose id is, or
 // starts with, id.
 func storedRecords(ctx context.Context, st store.Store, id string) ([]trace.Record, error) {
-	tid, err := tracesview.Resolve(ctx, st, id)
+	tid, err := store.Resolve(ctx, st, id)
 	if err != nil {
 		return nil, err
 	}

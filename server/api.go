@@ -8,26 +8,29 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/loupe-dev/loupe/evalrun"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
 
-// The JSON API. Filters are the flags of `loupe traces ls` (built with
-// tracesview.Criteria, so both read them alike) and search takes the
-// query language of `loupe traces search` (store.ParseQuery).
+// The JSON API. Filters are the flags of `loupe traces ls` (both build a
+// store.Criteria, so both read them alike), search takes the query
+// language of `loupe traces search` (store.ParseQuery), and trace ids are
+// resolved by store.Resolve: the store's query layer answers which
+// traces, the handlers only read parameters and write answers.
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
 // criteria reads the trace filters of a request's query string.
-func criteria(q url.Values) (tracesview.Criteria, error) {
-	c := tracesview.Criteria{
+func criteria(q url.Values) (store.Criteria, error) {
+	c := store.Criteria{
 		Name: q.Get("name"), Status: q.Get("status"), Since: q.Get("since"), Until: q.Get("until"),
-		Model: q.Get("model"), Tool: q.Get("tool"), Tags: q["tag"], Types: q["type"],
+		Model: q.Get("model"), Tool: q.Get("tool"), Tags: q["tag"],
+	}
+	for _, t := range q["type"] {
+		c.Types = append(c.Types, trace.Type(t))
 	}
 	if v := q.Get("evaluations"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -152,23 +155,27 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 }
 
 // TraceJSON is one trace as GET /api/v1/traces/{id} returns it: what
-// `loupe traces show --json` prints.
+// `loupe traces show --json` prints, with the trace's evaluations always
+// present (an empty list when it has none).
 type TraceJSON struct {
-	tracesview.TraceJSON
+	Summary     store.Summary          `json:"summary"`
+	Stats       trace.Stats            `json:"stats"`
+	Memory      store.Memory           `json:"memory"`
+	Spans       []*store.Span          `json:"spans"`
+	Records     []trace.Record         `json:"records"`
 	Evaluations []evalrun.StoredResult `json:"evaluations"`
 }
 
 // resolve reads the {id} of a path: a full trace id, or a unique prefix of
-// at least 4 hex digits (tracesview.Resolve).
+// at least 4 hex digits (store.Resolve). A malformed id or an ambiguous
+// prefix (a *store.QueryError) is the client's mistake (400).
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) (trace.TraceID, bool) {
-	id, err := tracesview.Resolve(r.Context(), s.o.Store, r.PathValue("id"))
+	id, err := store.Resolve(r.Context(), s.o.Store, r.PathValue("id"))
 	if err != nil {
 		if isNotFound(err) {
 			writeError(w, http.StatusNotFound, err.Error())
-		} else if strings.Contains(err.Error(), "trace id") {
-			writeError(w, http.StatusBadRequest, err.Error())
 		} else {
-			s.storeError(w, r, err)
+			s.queryError(w, r, err)
 		}
 		return id, false
 	}
@@ -200,7 +207,7 @@ func (s *Server) getTrace(w http.ResponseWriter, r *http.Request) {
 	if t.Spans == nil {
 		t.Spans = []*store.Span{}
 	}
-	s.writeJSON(w, r, http.StatusOK, TraceJSON{tracesview.TraceJSON{Summary: t.Summary, Stats: t.Stats, Memory: t.Memory, Spans: t.Spans, Records: t.Records}, evals})
+	s.writeJSON(w, r, http.StatusOK, TraceJSON{Summary: t.Summary, Stats: t.Stats, Memory: t.Memory, Spans: t.Spans, Records: t.Records, Evaluations: evals})
 }
 
 // deleteTrace is DELETE /api/v1/traces/{id} (full id only: deleting by
@@ -227,7 +234,7 @@ func (s *Server) deleteTrace(w http.ResponseWriter, r *http.Request) {
 // rate, tokens and cost by model, calls and durations by tool.
 func (s *Server) aggregates(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	c := tracesview.Criteria{Since: q.Get("since"), Until: q.Get("until")}
+	c := store.Criteria{Since: q.Get("since"), Until: q.Get("until")}
 	f, err := c.Filter(time.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -245,7 +252,7 @@ func (s *Server) aggregates(w http.ResponseWriter, r *http.Request) {
 // by loupe eval (traces tagged evalrun.EvalTag), newest first.
 func (s *Server) listEvaluations(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	c := tracesview.Criteria{Since: q.Get("since"), Until: q.Get("until"), Tags: []string{evalrun.EvalTag}}
+	c := store.Criteria{Since: q.Get("since"), Until: q.Get("until"), Tags: []string{evalrun.EvalTag}}
 	f, err := c.Filter(time.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())

@@ -28,6 +28,19 @@
 // is built: the caller's fault, not the store's. The sums a store reports
 // (tokens, costs, durations, lost records) never wrap: they stop at
 // math.MaxInt64 (costs at math.MaxFloat64), and are never negative.
+//
+// # The query layer
+//
+// Which traces a command, an HTTP handler or an MCP tool means is answered
+// here, once, over any Store: Resolve turns an id or a unique id prefix
+// into a trace id; Criteria, the filters as typed values, become a Filter
+// (Criteria.Filter) or narrow a parsed Query (Criteria.Query); the
+// evaluation rule, that a listing of agent runs leaves out the traces of
+// evaluation results unless asked for, is Criteria.AgentRuns and
+// Criteria.AgentRunsQuery; and Summaries and SearchTraces walk the pages
+// of a listing or of a search's traces. The front ends (loupe traces, the
+// HTTP API of package server, the MCP server) read their parameters into
+// these and write the answers.
 package store
 
 import (
@@ -414,7 +427,8 @@ type ListQuery struct {
 	Offset int    // traces to skip (ignored when Cursor is set); not negative
 }
 
-// ListPage is one page of List. Next is "" on the last page.
+// ListPage is one page of List. Next is "" on the last page, and set only
+// when more traces follow: a page that is full but last has no Next.
 type ListPage struct {
 	Traces []Summary `json:"traces"`
 	Next   string    `json:"next,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -100,7 +101,7 @@ func newTracesCmd() *cobra.Command {
 }
 
 // criteriaFlags registers the trace filters on cmd.
-func criteriaFlags(cmd *cobra.Command, c *tracesview.Criteria, search bool) {
+func criteriaFlags(cmd *cobra.Command, c *store.Criteria, search bool) {
 	f := cmd.Flags()
 	if !search {
 		f.StringVar(&c.Name, "name", "", "root run name")
@@ -112,7 +113,7 @@ func criteriaFlags(cmd *cobra.Command, c *tracesview.Criteria, search bool) {
 	f.StringVar(&c.Model, "model", "", "called this model")
 	f.StringVar(&c.Tool, "tool", "", "called this tool")
 	if search {
-		f.StringArrayVar(&c.Types, "type", nil, "record type, e.g. tool.error (repeatable; any matches)")
+		f.Var(typesValue{&c.Types}, "type", "record type, e.g. tool.error (repeatable; any matches)")
 		f.DurationVar(&c.MinDuration, "min-duration", 0, "trace lasted at least")
 		f.DurationVar(&c.MaxDuration, "max-duration", 0, "trace lasted at most")
 	} else {
@@ -120,9 +121,32 @@ func criteriaFlags(cmd *cobra.Command, c *tracesview.Criteria, search bool) {
 	}
 }
 
+// typesValue is a repeatable flag of record types, as a string array
+// flag reads them: one type per use, kept as given (store.Criteria checks
+// them).
+type typesValue struct{ types *[]trace.Type }
+
+func (v typesValue) String() string {
+	if v.types == nil || len(*v.types) == 0 {
+		return "" // no default shown in the help
+	}
+	s := make([]string, len(*v.types))
+	for i, t := range *v.types {
+		s[i] = string(t)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+func (v typesValue) Set(s string) error {
+	*v.types = append(*v.types, trace.Type(s))
+	return nil
+}
+
+func (typesValue) Type() string { return "stringArray" }
+
 func newTracesLsCmd() *cobra.Command {
 	var (
-		c      tracesview.Criteria
+		c      store.Criteria
 		limit  int
 		page   int
 		cursor string
@@ -187,7 +211,7 @@ func newTracesShowCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return readStore(cmd, func(ctx context.Context, st store.Store) error {
-				id, err := tracesview.Resolve(ctx, st, args[0])
+				id, err := store.Resolve(ctx, st, args[0])
 				if err != nil {
 					return err
 				}
@@ -222,7 +246,7 @@ func newTracesShowCmd() *cobra.Command {
 
 func newTracesSearchCmd() *cobra.Command {
 	var (
-		c      tracesview.Criteria
+		c      store.Criteria
 		limit  int
 		cursor string
 		asJSON bool
@@ -239,8 +263,13 @@ of that model, the records of that tool, the records with an error); with
 type: the types say which records to show and those filters select traces. Each hit shows the trace, the record, the field and a snippet with
 the match in [brackets].`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q, err := c.Query(args, nowFunc())
+			now := nowFunc()
+			q, err := store.ParseQueryAt(strings.Join(args, " "), now)
 			if err != nil {
+				return err
+			}
+			// The flags add filters: both must hold.
+			if q, err = c.Query(q, now); err != nil {
 				return err
 			}
 			q.Limit, q.Cursor = limit, cursor
@@ -287,7 +316,7 @@ func newTracesRmCmd() *cobra.Command {
 			return withStore(cmd, func(ctx context.Context, st store.Store) error {
 				ids := make([]trace.TraceID, 0, len(args))
 				for _, a := range args {
-					id, err := tracesview.Resolve(ctx, st, a)
+					id, err := store.Resolve(ctx, st, a)
 					if err != nil {
 						return err
 					}
@@ -392,7 +421,7 @@ which traces would go.`,
 
 func newTracesExportCmd() *cobra.Command {
 	var (
-		c   tracesview.Criteria
+		c   store.Criteria
 		out string
 	)
 	cmd := &cobra.Command{
@@ -406,7 +435,7 @@ func newTracesExportCmd() *cobra.Command {
 			}
 			return readStore(cmd, func(ctx context.Context, st store.Store) error {
 				for _, a := range args {
-					id, err := tracesview.Resolve(ctx, st, a)
+					id, err := store.Resolve(ctx, st, a)
 					if err != nil {
 						return err
 					}

@@ -20,7 +20,6 @@ import (
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/internal/golden"
 	"github.com/loupe-dev/loupe/internal/testrepo"
-	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/trace"
@@ -435,12 +434,12 @@ func TestStoredEvaluationIsNotAFailedRun(t *testing.T) {
 	// A listing of agent runs (loupe traces ls, /api/v1/traces) leaves the
 	// evaluation out unless asked for.
 	for _, tc := range []struct {
-		c    tracesview.Criteria
+		c    store.Criteria
 		want bool
 	}{
-		{tracesview.Criteria{}, false},
-		{tracesview.Criteria{Evaluations: true}, true},
-		{tracesview.Criteria{Tags: []string{evalrun.EvalTag}}, true},
+		{store.Criteria{}, false},
+		{store.Criteria{Evaluations: true}, true},
+		{store.Criteria{Tags: []string{evalrun.EvalTag}}, true},
 	} {
 		f, err := tc.c.AgentRuns(time.Now())
 		if err != nil {

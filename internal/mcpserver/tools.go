@@ -12,7 +12,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/loupe-dev/loupe/internal/tracesview"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -256,9 +255,9 @@ func (s *Server) redactFn() func(*trace.Record) {
 
 func (s *Server) view() view { return view{rd: s.redactFn(), maxValue: s.o.MaxValueBytes} }
 
-// resolve finds the trace id or unique prefix id.
+// resolve finds the trace id or unique prefix id (store.Resolve).
 func (s *Server) resolve(ctx context.Context, id string) (trace.TraceID, error) {
-	tid, err := tracesview.Resolve(ctx, s.st, id)
+	tid, err := store.Resolve(ctx, s.st, id)
 	switch {
 	case err == nil:
 		return tid, nil
@@ -266,9 +265,11 @@ func (s *Server) resolve(ctx context.Context, id string) (trace.TraceID, error) 
 		return tid, notFound(id)
 	case isStoreFailure(err):
 		return tid, s.storeError(ctx, "looking up trace_id "+clip(id), err)
+	case errors.As(err, new(*store.QueryError)):
+		// A bad or ambiguous id: Resolve's message says which.
+		return tid, toolError("trace_id %q: %v", clip(id), err)
 	}
-	// A bad or ambiguous id: Resolve's message says which.
-	return tid, toolError("trace_id %q: %v", clip(id), err)
+	return tid, s.storeError(ctx, "looking up trace_id "+clip(id), err)
 }
 
 func (s *Server) getTraceTool(ctx context.Context, _ *mcp.CallToolRequest, in GetTraceInput) (*mcp.CallToolResult, GetTraceOutput, error) {
@@ -346,20 +347,20 @@ func (s *Server) listTracesTool(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	page, err := s.st.List(ctx, store.ListQuery{
-		Filter: store.Filter{WithoutTags: []string{store.TagEvaluation}},
-		Limit:  limit + 1, Offset: in.Offset,
-	})
+	f, err := store.Criteria{}.AgentRuns(time.Now())
+	if err != nil {
+		return nil, ListTracesOutput{}, toolError("%v", err)
+	}
+	page, err := s.st.List(ctx, store.ListQuery{Filter: f, Limit: limit, Offset: in.Offset})
 	if err != nil {
 		return nil, ListTracesOutput{}, s.storeError(ctx, "listing traces", err)
 	}
-	out := ListTracesOutput{Traces: []TraceSummary{}}
+	out := ListTracesOutput{Traces: make([]TraceSummary, 0, len(page.Traces))}
 	for i := range page.Traces {
-		if i == limit {
-			out.NextOffset = in.Offset + limit
-			break
-		}
 		out.Traces = append(out.Traces, s.summary(&page.Traces[i]))
+	}
+	if page.Next != "" {
+		out.NextOffset = in.Offset + len(page.Traces)
 	}
 	return nil, out, nil
 }
@@ -377,130 +378,91 @@ func (s *Server) summary(sum *store.Summary) TraceSummary {
 }
 
 func (s *Server) searchTracesTool(ctx context.Context, _ *mcp.CallToolRequest, in SearchTracesInput) (*mcp.CallToolResult, SearchTracesOutput, error) {
-	q, err := store.ParseQuery(in.Query)
+	now := time.Now()
+	q, err := store.ParseQueryAt(in.Query, now)
 	if err != nil {
 		// Every error of ParseQuery is the query's (a *store.QueryError):
 		// the client's to fix.
 		return nil, SearchTracesOutput{}, toolError("query %q: %v. Write words, \"phrases\" and filters key:value with keys %s", clip(in.Query), err, strings.Join(store.QueryKeys, ", "))
 	}
+	// The arguments are criteria besides the query's (store.Criteria);
+	// each one that the query may hold too is refused when it does.
+	var c store.Criteria
 	if in.StepType != "" {
 		if ts, ok := stepTypes[in.StepType]; ok {
-			q.Types = append(q.Types, ts...)
+			c.Types = ts
 		} else {
-			q.Types = append(q.Types, trace.Type(in.StepType))
+			c.Types = []trace.Type{trace.Type(in.StepType)}
 		}
 	}
+	minD, maxD := q.MinDuration, q.MaxDuration
 	if in.MinDurationMS != nil {
 		if q.MinDuration != 0 {
 			return nil, SearchTracesOutput{}, toolError("min_duration_ms is given and the query has min_duration: give one")
 		}
-		q.MinDuration = time.Duration(*in.MinDurationMS * float64(time.Millisecond))
+		c.MinDuration = time.Duration(*in.MinDurationMS * float64(time.Millisecond))
+		minD = c.MinDuration
 	}
 	if in.MaxDurationMS != nil {
 		if q.MaxDuration != 0 {
 			return nil, SearchTracesOutput{}, toolError("max_duration_ms is given and the query has max_duration: give one")
 		}
-		q.MaxDuration = time.Duration(*in.MaxDurationMS * float64(time.Millisecond))
-		if q.MaxDuration == 0 {
-			q.MaxDuration = 1 // 0 means no bound to the store
+		c.MaxDuration = time.Duration(*in.MaxDurationMS * float64(time.Millisecond))
+		if c.MaxDuration == 0 {
+			c.MaxDuration = 1 // 0 means no bound
 		}
+		maxD = c.MaxDuration
 	}
-	if q.MaxDuration > 0 && q.MinDuration > q.MaxDuration {
+	if maxD > 0 && minD > maxD {
 		return nil, SearchTracesOutput{}, toolError("the minimum duration is above the maximum; nothing can match")
 	}
 	if in.Success != nil && *in.Success {
 		if q.Status != "" && q.Status != string(trace.TerminationSuccess) {
 			return nil, SearchTracesOutput{}, toolError("success is true and the query has status:%s; give one", clip(q.Status))
 		}
-		q.Status = string(trace.TerminationSuccess)
+		if q.Status == "" {
+			c.Status = string(trace.TerminationSuccess)
+		}
 	}
+	// Search among agent runs: evaluation results are left out unless the
+	// query's tags ask for them.
+	q, err = c.AgentRunsQuery(q, now)
+	if err != nil {
+		// A query beyond the store's limits (a *store.QueryError), worded
+		// as when the store refuses it.
+		return nil, SearchTracesOutput{}, s.storeError(ctx, "searching traces", err)
+	}
+	// success false keeps the runs that did not succeed, which no filter
+	// of the store's says.
 	keep := func(sum *store.Summary) bool {
 		return in.Success == nil || *in.Success || sum.Status != string(trace.TerminationSuccess)
-	}
-	if !slices.Contains(q.Tags, store.TagEvaluation) {
-		q.WithoutTags = append(q.WithoutTags, store.TagEvaluation)
 	}
 	limit := in.Limit
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	out := SearchTracesOutput{Traces: []SearchResult{}}
-	if !q.HasText() && len(q.Types) == 0 {
-		// Trace-level filters only: a listing.
-		lq := store.ListQuery{Filter: q.Filter, Limit: store.MaxLimit}
-		for {
-			page, err := s.st.List(ctx, lq)
-			if err != nil {
-				return nil, SearchTracesOutput{}, s.storeError(ctx, "searching traces", err)
-			}
-			for i := range page.Traces {
-				if !keep(&page.Traces[i]) {
-					continue
-				}
-				if len(out.Traces) == limit {
-					out.More = true
-					return nil, out, nil
-				}
-				out.Traces = append(out.Traces, SearchResult{TraceSummary: s.summary(&page.Traces[i])})
-			}
-			if page.Next == "" {
-				return nil, out, nil
-			}
-			lq.Cursor = page.Next
-		}
-	}
-	// Record hits, grouped by trace in the order of their first hit.
 	const maxMatches = 3
-	order := []trace.TraceID{}
-	matches := map[trace.TraceID][]SearchMatch{}
-	sq := q
-	sq.Limit = store.MaxLimit
-	for pages := 0; pages < 20; pages++ {
-		page, err := s.st.Search(ctx, sq)
+	out := SearchTracesOutput{Traces: []SearchResult{}}
+	for th, err := range store.SearchTraces(ctx, s.st, q, maxMatches) {
 		if err != nil {
 			return nil, SearchTracesOutput{}, s.storeError(ctx, "searching traces", err)
 		}
-		for _, h := range page.Hits {
-			ms, seen := matches[h.TraceID]
-			if !seen {
-				order = append(order, h.TraceID)
-			}
-			if len(ms) < maxMatches {
-				m := SearchMatch{Seq: h.Seq, Type: string(h.Type), Name: h.Name, Field: h.Field, Snippet: h.Snippet}
-				if s.rd != nil {
-					m.Name, m.Snippet = s.rd.String(m.Name), s.rd.String(m.Snippet)
-				}
-				ms = append(ms, m)
-			}
-			matches[h.TraceID] = ms
+		if !keep(&th.Summary) {
+			continue
 		}
-		if page.Next == "" {
+		if len(out.Traces) == limit {
+			out.More = true
 			break
 		}
-		sq.Cursor = page.Next
-	}
-	for len(order) > 0 {
-		n := min(len(order), 500)
-		page, err := s.st.List(ctx, store.ListQuery{Filter: store.Filter{IDs: order[:n]}, Limit: n})
-		if err != nil {
-			return nil, SearchTracesOutput{}, s.storeError(ctx, "searching traces", err)
-		}
-		byID := map[trace.TraceID]*store.Summary{}
-		for i := range page.Traces {
-			byID[page.Traces[i].ID] = &page.Traces[i]
-		}
-		for _, id := range order[:n] {
-			sum := byID[id]
-			if sum == nil || !keep(sum) {
-				continue
+		res := SearchResult{TraceSummary: s.summary(&th.Summary)}
+		for _, h := range th.Hits {
+			m := SearchMatch{Seq: h.Seq, Type: string(h.Type), Name: h.Name, Field: h.Field, Snippet: h.Snippet}
+			if s.rd != nil {
+				m.Name, m.Snippet = s.rd.String(m.Name), s.rd.String(m.Snippet)
 			}
-			if len(out.Traces) == limit {
-				out.More = true
-				return nil, out, nil
-			}
-			out.Traces = append(out.Traces, SearchResult{TraceSummary: s.summary(sum), Matches: matches[id]})
+			res.Matches = append(res.Matches, m)
 		}
-		order = order[n:]
+		out.Traces = append(out.Traces, res)
 	}
 	return nil, out, nil
 }

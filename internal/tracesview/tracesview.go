@@ -37,79 +37,6 @@ import (
 	"github.com/loupe-dev/loupe/traceio"
 )
 
-// Criteria are the trace filters the commands take as flags. The zero
-// value selects every trace. Since and Until are a duration before now
-// (90m, 24h, 7d) or a time (2006-01-02, RFC 3339).
-type Criteria struct {
-	Name, Status, Since, Until, Model, Tool string
-	Tags                                    []string
-	Errors                                  bool
-	MinDuration, MaxDuration                time.Duration
-	Types                                   []string // record types (search only)
-	// Evaluations includes the traces that hold evaluation results
-	// (store.TagEvaluation) in what AgentRuns selects.
-	Evaluations bool
-}
-
-// AgentRuns returns the filter of c for a listing of agent runs: the
-// traces that hold evaluation results are left out unless c asks for
-// them (Evaluations, or a tag:loupe:eval criterion).
-func (c Criteria) AgentRuns(now time.Time) (store.Filter, error) {
-	f, err := c.Filter(now)
-	if err == nil && !c.Evaluations && !slices.Contains(f.Tags, store.TagEvaluation) {
-		f.WithoutTags = append(f.WithoutTags, store.TagEvaluation)
-	}
-	return f, err
-}
-
-// Query builds a store.Query from free-text terms (in the syntax of
-// store.ParseQuery, filters included) and c, relative to now. Terms and
-// flags combine: both must hold.
-func (c Criteria) Query(terms []string, now time.Time) (store.Query, error) {
-	parts := slices.Clone(terms)
-	add := func(key, v string) {
-		if v != "" {
-			parts = append(parts, key+":"+quote(v))
-		}
-	}
-	add("name", c.Name)
-	add("status", c.Status)
-	add("since", c.Since)
-	add("until", c.Until)
-	add("model", c.Model)
-	add("tool", c.Tool)
-	for _, t := range c.Tags {
-		add("tag", t)
-	}
-	for _, t := range c.Types {
-		add("type", t)
-	}
-	if c.Errors {
-		add("has", "errors")
-	}
-	if c.MinDuration > 0 {
-		add("min_duration", c.MinDuration.String())
-	}
-	if c.MaxDuration > 0 {
-		add("max_duration", c.MaxDuration.String())
-	}
-	return store.ParseQueryAt(strings.Join(parts, " "), now)
-}
-
-// Filter is Query without free text.
-func (c Criteria) Filter(now time.Time) (store.Filter, error) {
-	q, err := c.Query(nil, now)
-	return q.Filter, err
-}
-
-// quote writes v so that store.ParseQuery reads it back as one value.
-func quote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\"\\") {
-		return v
-	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
-}
-
 // Table writes trace summaries as an aligned table, one trace per line:
 // id (first 12 hex digits, enough to name it), name, start (UTC),
 // duration, status (with "N lost" when the recorder lost records of the
@@ -385,37 +312,6 @@ func isWordBoundary(s string, a, b int) bool {
 		return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
 	}
 	return (a == 0 || !word(s[a-1])) && (b == len(s) || !word(s[b]))
-}
-
-// Resolve returns the trace whose id is s or starts with s (at least 4 hex
-// digits). An unknown or ambiguous prefix is an error saying so.
-func Resolve(ctx context.Context, st store.Store, s string) (trace.TraceID, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if id, err := trace.ParseTraceID(s); err == nil {
-		return id, nil
-	}
-	if len(s) < 4 || len(s) > 32 {
-		return trace.TraceID{}, fmt.Errorf("trace id %q: want 4 to 32 hex digits", s)
-	}
-	if _, _, err := store.PrefixRange(s); err != nil {
-		return trace.TraceID{}, err
-	}
-	// Two are enough to know the prefix is ambiguous.
-	page, err := st.List(ctx, store.ListQuery{Filter: store.Filter{IDPrefix: s}, Limit: 2})
-	if err != nil {
-		return trace.TraceID{}, err
-	}
-	found := make([]trace.TraceID, 0, len(page.Traces))
-	for _, sum := range page.Traces {
-		found = append(found, sum.ID)
-	}
-	switch len(found) {
-	case 0:
-		return trace.TraceID{}, fmt.Errorf("no trace id starts with %s: %w", s, store.ErrNotFound)
-	case 1:
-		return found[0], nil
-	}
-	return trace.TraceID{}, fmt.Errorf("trace id prefix %s is ambiguous (%s, %s, …); give more digits", s, found[0], found[1])
 }
 
 // ImportResult reports one imported file.
@@ -964,23 +860,16 @@ func PrunePreview(ctx context.Context, st store.Store, p store.PrunePolicy) (sto
 		now = time.Now()
 	}
 	cutoff := now.Add(-p.OlderThan)
-	q := store.ListQuery{Limit: 1000}
-	for i := 0; ; {
-		page, err := st.List(ctx, q)
+	i := 0
+	for s, err := range store.Summaries(ctx, st, store.ListQuery{Limit: 1000}) { // newest first
 		if err != nil {
 			return res, err
 		}
-		for _, s := range page.Traces { // newest first
-			if (p.OlderThan > 0 && s.Started.Before(cutoff)) || (p.KeepNewest > 0 && i >= p.KeepNewest) {
-				res.Traces = append(res.Traces, s.ID)
-				res.Records += s.Records
-			}
-			i++
+		if (p.OlderThan > 0 && s.Started.Before(cutoff)) || (p.KeepNewest > 0 && i >= p.KeepNewest) {
+			res.Traces = append(res.Traces, s.ID)
+			res.Records += s.Records
 		}
-		if page.Next == "" {
-			break
-		}
-		q.Cursor = page.Next
+		i++
 	}
 	slices.Reverse(res.Traces)
 	return res, nil

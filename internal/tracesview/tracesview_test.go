@@ -3,10 +3,8 @@ package tracesview
 import (
 	"bytes"
 	"os"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/store"
@@ -30,22 +28,6 @@ func TestHighlight(t *testing.T) {
 		if got := Highlight(tt.s, store.Query{Words: tt.words, Phrases: tt.phrases}); got != tt.want {
 			t.Errorf("Highlight(%q, %v %v) = %q, want %q", tt.s, tt.words, tt.phrases, got, tt.want)
 		}
-	}
-}
-
-func TestCriteriaQuery(t *testing.T) {
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	c := Criteria{Tool: "web search", Status: "error", Since: "24h", Tags: []string{"env:ci"}, Types: []string{"tool.end"}, MinDuration: time.Second, Errors: true}
-	q, err := c.Query([]string{"battery", `"long life"`}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.Tool != "web search" || q.Status != "error" || !q.Since.Equal(now.Add(-24*time.Hour)) || !slices.Equal(q.Tags, []string{"env:ci"}) ||
-		len(q.Types) != 1 || q.MinDuration != time.Second || !q.HasErrors || !slices.Equal(q.Words, []string{"battery"}) || !slices.Equal(q.Phrases, []string{"long life"}) {
-		t.Errorf("query = %+v", q)
-	}
-	if _, err := (Criteria{Since: "yesterday-ish"}).Filter(now); err == nil {
-		t.Error("bad --since accepted")
 	}
 }
 

@@ -39,6 +39,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Incomplete", testIncomplete},
 		{"UnknownCost", testUnknownCost},
 		{"QueryLimits", testQueryLimits},
+		{"Resolve", testResolve},
+		{"Paging", testPaging},
+		{"AgentRuns", testAgentRuns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
