@@ -2,9 +2,10 @@
 // AgentV eval files (the original v2 "evalcases" format and the current
 // "tests"/"assertions" format).
 //
-// The package is self-contained: it depends on no other Loupe package. A
-// run is handed to it as a [Trajectory]; recorded AgentV transcripts can be
-// read with [ParseTranscript].
+// The package stands apart from the trace model: the only Loupe package it
+// imports is internal/yamlpos, the YAML front end Loupe's file readers
+// share. A run is handed to it as a [Trajectory]; recorded AgentV
+// transcripts can be read with [ParseTranscript].
 //
 // Two semantics are offered through [Options.Mode]:
 //

@@ -3,8 +3,9 @@ package eval
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -231,12 +232,7 @@ func formatToolCalls(calls []ToolCall) string {
 				}
 			}
 			if detail == "" {
-				keys := make([]string, 0, len(c.Args))
-				for k := range c.Args {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				for _, k := range keys {
+				for _, k := range slices.Sorted(maps.Keys(c.Args)) {
 					if s, ok := c.Args[k].(string); ok && s != "" && len([]rune(s)) <= 120 {
 						detail = trunc(s)
 						break

@@ -10,7 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/parser"
+
+	"github.com/loupe-dev/loupe/internal/yamlpos"
 )
 
 // ParseFile reads and parses the eval file at path. See Parse.
@@ -35,11 +36,14 @@ func Parse(name string, data []byte) (*File, error) {
 // YAML, no tests list) refuse the file in every mode. ParseMode never panics.
 func ParseMode(name string, data []byte, mode LoadMode) (f *File, err error) {
 	defer func() {
-		if r := recover(); r != nil { // the YAML library must not take us down
-			f, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse YAML (%v); check the file is valid YAML", r)}
+		if r := recover(); r != nil { // reading the AST must not take us down either
+			f, err = nil, panicError(name, r)
 		}
 	}()
-	ast, perr := parser.ParseBytes(data, 0)
+	ast, perr := yamlpos.Parse(data)
+	if pe, ok := errors.AsType[*yamlpos.PanicError](perr); ok {
+		return nil, panicError(name, pe.Value)
+	}
 	if perr != nil {
 		e := &Error{File: name, Msg: "invalid YAML: " + syntaxMessage(perr) + "; fix the syntax at this position"}
 		var se *yaml.SyntaxError
@@ -72,6 +76,11 @@ func ParseMode(name string, data []byte, mode LoadMode) (f *File, err error) {
 	}
 	f.Warnings = p.warnings
 	return f, nil
+}
+
+// panicError is the error for a file whose reading panicked with v.
+func panicError(name string, v any) *Error {
+	return &Error{File: name, Msg: fmt.Sprintf("cannot parse YAML (%v); check the file is valid YAML", v)}
 }
 
 func syntaxMessage(err error) string {

@@ -2,11 +2,12 @@ package eval
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -63,14 +64,7 @@ var aliases = map[string]Kind{
 	"code-grader": KindScript, "code-judge": KindScript, "script": KindScript, "javascript": KindScript, "python": KindScript,
 }
 
-func typeNames() []string {
-	var ks []string
-	for k := range aliases {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+func typeNames() []string { return slices.Sorted(maps.Keys(aliases)) }
 
 func knownTypes() string { return strings.Join(typeNames(), ", ") }
 

@@ -12,8 +12,9 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/loupe-dev/loupe/agent"
@@ -189,12 +190,7 @@ func guess(model string) string {
 
 // Providers returns the provider names Open accepts, sorted.
 func Providers() []string {
-	names := make([]string, 0, len(providers))
-	for n := range providers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(providers))
 }
 
 // Help returns one line per provider, "name  what it is", for a command's

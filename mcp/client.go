@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/agent"
 	"github.com/loupe-dev/loupe/trace"
@@ -414,11 +413,8 @@ func errorText(text string) string {
 	if len(text) <= maxErrorText {
 		return text
 	}
-	cut := maxErrorText
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
-	return text[:cut] + fmt.Sprintf(" [… %d more bytes in the result]", len(text)-cut)
+	head := trace.TruncateUTF8(text, maxErrorText)
+	return head + fmt.Sprintf(" [… %d more bytes in the result]", len(text)-len(head))
 }
 
 // callError explains why a call of tool failed with err.

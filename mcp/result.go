@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/loupe-dev/loupe/trace"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,11 +47,8 @@ func newResult(res *mcpsdk.CallToolResult, max int) Result {
 	}
 	r.Text = strings.Join(texts, "\n")
 	if max >= 0 && len(r.Text) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(r.Text[cut]) {
-			cut--
-		}
-		r.Text = r.Text[:cut] + fmt.Sprintf("\n[truncated by Loupe: %d of %d bytes shown (Server.MaxResultBytes)]", cut, len(r.Text))
+		head := trace.TruncateUTF8(r.Text, max)
+		r.Text = head + fmt.Sprintf("\n[truncated by Loupe: %d of %d bytes shown (Server.MaxResultBytes)]", len(head), len(r.Text))
 		r.Truncated = true
 	}
 	content := res.Content

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,12 +111,7 @@ func connectMCP(ctx context.Context, p *Pipeline, s *Server) (ToolServer, error)
 			Properties map[string]json.RawMessage `json:"properties"`
 		}
 		if json.Unmarshal(d.Schema, &schema) == nil && schema.Properties != nil {
-			keys := make([]string, 0, len(schema.Properties))
-			for k := range schema.Properties {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			m.props[d.Name] = keys
+			m.props[d.Name] = slices.Sorted(maps.Keys(schema.Properties))
 		}
 	}
 	return m, nil

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -199,12 +200,7 @@ func (w *schemaWalker) propSchema(s *jsonschema.Schema, key string) *jsonschema.
 	if p, ok := s.Properties[key]; ok {
 		return p
 	}
-	pats := make([]string, 0, len(s.PatternProperties))
-	for pat := range s.PatternProperties {
-		pats = append(pats, pat)
-	}
-	slices.Sort(pats)
-	for _, pat := range pats {
+	for _, pat := range slices.Sorted(maps.Keys(s.PatternProperties)) {
 		if compiled(pat).MatchString(key) {
 			return s.PatternProperties[pat]
 		}

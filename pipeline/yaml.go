@@ -10,8 +10,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/loupe-dev/loupe/internal/yamlpos"
 )
 
 // Limits on what Parse reads, so that hostile input costs bounded time and
@@ -153,7 +154,7 @@ func readYAML(e *errs, src []byte) *node {
 		e.add(LayerSyntax, pos, fmt.Sprintf("YAML nested more than %d levels deep; expected a shallower pipeline", MaxYAMLDepth))
 		return nil
 	}
-	f, err := parser.ParseBytes(src, 0)
+	f, err := yamlpos.Parse(src)
 	if err != nil {
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) && se.Token != nil {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/trace"
 )
 
 // maxDiffLines bounds the lines of one divergence's diff: the first
@@ -159,10 +160,7 @@ func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return trace.TruncateUTF8(s, n) + "…"
 }
 
 // jsonEqual reports whether a and b are the same JSON value (key order

@@ -7,7 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/loupe-dev/loupe/trace"
 )
 
 // The checks every request passes before its route: the Host it names
@@ -111,11 +112,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return trace.TruncateUTF8(s, n) + "…"
 }
 
 // clearWriteDeadline removes the write deadline a previous response on

@@ -366,12 +366,8 @@ func (ec *ExecutionContext) record(ctx context.Context, r Record) {
 	}
 	ec.stats.Add(&r)
 	ec.mu.Unlock()
-	if d != nil {
-		if d.opts.Inline {
-			d.emit(r)
-		} else if ls := d.listeners.Load(); ls != nil {
-			d.notify(*ls, &r)
-		}
+	if d != nil && d.opts.Inline {
+		d.emit(r)
 	}
 
 	for p := ec.parent; p != nil; p = p.parent {

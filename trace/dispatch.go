@@ -110,11 +110,10 @@ type DispatchStats struct {
 	Written    uint64 // records handed to the sinks
 	Dropped    uint64 // records discarded: queue full, a Block wait given up, or made after Shutdown
 	SinkErrors uint64 // errors returned by sinks, and sink panics
-	Listeners  uint64 // records a stream listener missed because it was behind
 }
 
-// A Dispatcher delivers records to sinks and to stream listeners. It is safe
-// for concurrent use. Create one with NewDispatcher; stop it with Shutdown.
+// A Dispatcher delivers records to sinks. It is safe for concurrent use.
+// Create one with NewDispatcher; stop it with Shutdown.
 //
 // In the background mode, records made through an ExecutionContext are not
 // copied into a queue: the run's own log is the queue. A run with records
@@ -172,14 +171,11 @@ type Dispatcher struct {
 
 	inlineMu sync.Mutex // one inline delivery at a time
 
-	inlineEmitted                             atomic.Uint64
-	written, dropped, sinkErrs, listenerDrops atomic.Uint64
+	inlineEmitted              atomic.Uint64
+	written, dropped, sinkErrs atomic.Uint64
 
 	progressMu sync.Mutex
 	progress   chan struct{} // closed and replaced after each batch
-
-	listeners atomic.Pointer[[]*listener]
-	lmu       sync.Mutex
 }
 
 // NewDispatcher starts a dispatcher that delivers to sinks. In the
@@ -208,8 +204,8 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 	return d
 }
 
-// Emit hands a copy of r to the sinks and listeners: its values and tags
-// are copied, so the caller may reuse their buffers once Emit returns.
+// Emit hands a copy of r to the sinks: its values and tags are copied,
+// so the caller may reuse their buffers once Emit returns.
 // Unlike ExecutionContext.Record, Emit sets nothing: r goes out as it is.
 // In the background mode it never waits for a sink unless the policy is
 // Block and the queue is full, and then no longer than until Shutdown.
@@ -240,9 +236,6 @@ func copyValues(r *Record) {
 // emit is Emit without the copy, for records whose values nothing else
 // will change (the run's own).
 func (d *Dispatcher) emit(r Record) {
-	if ls := d.listeners.Load(); ls != nil {
-		d.notify(*ls, &r)
-	}
 	if d.opts.Inline {
 		d.emitInline(r)
 		return
@@ -863,10 +856,10 @@ func (e *DropError) Error() string {
 	return msg[:len(msg)-1]
 }
 
-// Shutdown stops accepting records, drains the queue into the sinks,
-// closes the sinks that are io.Closers (after their last WriteRecords)
-// and stops the stream listeners. Producers waiting for room under Block
-// stop waiting; their records count as dropped.
+// Shutdown stops accepting records, drains the queue into the sinks and
+// closes the sinks that are io.Closers (after their last WriteRecords).
+// Producers waiting for room under Block stop waiting; their records
+// count as dropped.
 //
 // Shutdown returns by ctx's deadline whatever the sinks do. If ctx ends
 // first, it cancels the context the sinks were given, delivers nothing
@@ -912,7 +905,6 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	if len(errs) == 0 && d.closeErr != nil {
 		errs = append(errs, d.closeErr)
 	}
-	d.closeListeners()
 	st := d.Stats()
 	if st.Dropped > 0 || st.Emitted > st.Written || st.SinkErrors > 0 {
 		errs = append(errs, &DropError{Dropped: st.Dropped, Unsent: st.Emitted - st.Written, SinkErrs: st.SinkErrors})
@@ -932,90 +924,8 @@ func (d *Dispatcher) Stats() DispatchStats {
 		Written:    written,
 		Dropped:    d.dropped.Load(),
 		SinkErrors: d.sinkErrs.Load(),
-		Listeners:  d.listenerDrops.Load(),
 	}
 }
 
 // Dropped returns how many records were discarded so far.
 func (d *Dispatcher) Dropped() uint64 { return d.dropped.Load() }
-
-type listener struct {
-	mu     sync.RWMutex // guards closed against sends racing the close
-	closed bool
-	ch     chan Record
-}
-
-func (l *listener) close() {
-	l.mu.Lock()
-	if !l.closed {
-		l.closed = true
-		close(l.ch)
-	}
-	l.mu.Unlock()
-}
-
-// Subscribe returns a channel that receives every record emitted from now
-// on, as it is emitted, and a function that ends the subscription and
-// closes the channel. A listener that falls more than buffer records behind
-// misses records rather than slowing recording; misses are counted in
-// Stats().Listeners. Listeners see records as they are made, so they also
-// see the records a full queue dropped for the sinks, and get no
-// TypeDropped markers. Shutdown closes all listener channels.
-func (d *Dispatcher) Subscribe(buffer int) (<-chan Record, func()) {
-	if buffer <= 0 {
-		buffer = 256
-	}
-	l := &listener{ch: make(chan Record, buffer)}
-	d.lmu.Lock()
-	old := d.listeners.Load()
-	var ls []*listener
-	if old != nil {
-		ls = append(ls, *old...)
-	}
-	ls = append(ls, l)
-	d.listeners.Store(&ls)
-	d.lmu.Unlock()
-	return l.ch, func() { d.unsubscribe(l) }
-}
-
-func (d *Dispatcher) unsubscribe(l *listener) {
-	d.lmu.Lock()
-	defer d.lmu.Unlock()
-	old := d.listeners.Load()
-	if old == nil {
-		return
-	}
-	ls := make([]*listener, 0, len(*old))
-	for _, x := range *old {
-		if x != l {
-			ls = append(ls, x)
-		}
-	}
-	d.listeners.Store(&ls)
-	l.close()
-}
-
-func (d *Dispatcher) closeListeners() {
-	d.lmu.Lock()
-	defer d.lmu.Unlock()
-	if old := d.listeners.Load(); old != nil {
-		for _, l := range *old {
-			l.close()
-		}
-	}
-	d.listeners.Store(nil)
-}
-
-func (d *Dispatcher) notify(ls []*listener, r *Record) {
-	for _, l := range ls {
-		l.mu.RLock()
-		if !l.closed {
-			select {
-			case l.ch <- *r:
-			default:
-				d.listenerDrops.Add(1)
-			}
-		}
-		l.mu.RUnlock()
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/loupe-dev/loupe/schema"
@@ -202,39 +203,6 @@ func TestDispatchSinkErrorsAreNotSilent(t *testing.T) {
 	}
 }
 
-func TestSubscribe(t *testing.T) {
-	d := trace.NewDispatcher(trace.DispatchOptions{})
-	ch, cancel := d.Subscribe(4)
-	slow, _ := d.Subscribe(1)
-	for i := range 3 {
-		d.Emit(rec(i))
-	}
-	for i := range 3 {
-		if r := <-ch; r.Seq != uint64(i) {
-			t.Fatalf("listener got seq %d, want %d", r.Seq, i)
-		}
-	}
-	if got := d.Stats().Listeners; got != 2 {
-		t.Errorf("slow listener missed %d records, want 2 counted", got)
-	}
-	<-slow
-	cancel()
-	if _, ok := <-ch; ok {
-		t.Error("channel open after cancel")
-	}
-	d.Emit(rec(9)) // no panic after a listener left
-	if err := d.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for range slow { // ends only if Shutdown closed it
-		n++
-	}
-	if n != 1 {
-		t.Errorf("slow listener had %d records after the first, want 1 (seq 9)", n)
-	}
-}
-
 // TestDispatchRunsInSeqOrder records a run with nested runs while the
 // dispatcher delivers every few microseconds, and checks that the sink saw
 // every record once, in Seq order: a run's log is handed over in parts,
@@ -309,29 +277,32 @@ func TestDispatchRunRecordsDrop(t *testing.T) {
 
 // TestDispatchDeliversWithoutFlush checks that records reach the sink
 // after Linger on their own, also once the goroutine went to sleep for
-// lack of work.
+// lack of work. It runs on synctest's fake clock: once the clock has
+// moved past every linger timer and every goroutine is blocked, the
+// dispatcher's goroutine can only be parked waiting for work.
 func TestDispatchDeliversWithoutFlush(t *testing.T) {
-	c := &collect{}
-	tr := trace.New(trace.Options{Sinks: []trace.Sink{c}, Dispatch: trace.DispatchOptions{Linger: time.Millisecond}})
-	defer tr.Shutdown(context.Background())
-	_, ec := tr.Start(context.Background(), "run", trace.RunOptions{})
-	for want := 1; want <= 3; want++ {
-		deadline := time.Now().Add(5 * time.Second)
-		for c.len() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("record %d not delivered within 5s without Flush", want)
+	synctest.Test(t, func(t *testing.T) {
+		c := &collect{}
+		tr := trace.New(trace.Options{Sinks: []trace.Sink{c}, Dispatch: trace.DispatchOptions{Linger: time.Millisecond}})
+		defer tr.Shutdown(context.Background())
+		_, ec := tr.Start(context.Background(), "run", trace.RunOptions{})
+		for want := 1; want <= 3; want++ {
+			if want > 1 {
+				ec.Custom("next", nil)
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Second) // fake time: the linger timers fire, then the goroutine parks
+			synctest.Wait()
+			if n := c.len(); n != want {
+				t.Fatalf("record %d not delivered after Linger without Flush: the sink has %d", want, n)
+			}
 		}
-		time.Sleep(20 * time.Millisecond) // long enough for the goroutine to park
-		ec.Custom("next", nil)
-	}
+	})
 }
 
 // TestDispatchAccountingUnderLoad records from many goroutines and nested
 // runs into a small queue with the Drop policy and a slow sink, flushing
-// and subscribing along the way: every record is either written once or
-// counted as dropped, and the sink never sees one twice.
+// along the way: every record is either written once or counted as
+// dropped, and the sink never sees one twice.
 func TestDispatchAccountingUnderLoad(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[uint64]int{}
@@ -349,11 +320,6 @@ func TestDispatchAccountingUnderLoad(t *testing.T) {
 		return nil
 	})
 	tr := trace.New(trace.Options{Sinks: []trace.Sink{slow}, Dispatch: trace.DispatchOptions{QueueSize: 32, BatchSize: 8, Linger: 100 * time.Microsecond}})
-	live, stop := tr.Dispatcher().Subscribe(16)
-	go func() {
-		for range live {
-		}
-	}()
 	ctx, ec := tr.Start(context.Background(), "load", trace.RunOptions{})
 	var wg sync.WaitGroup
 	for w := range 16 {
@@ -374,7 +340,6 @@ func TestDispatchAccountingUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	ec.End(nil, nil)
-	stop()
 	err := tr.Shutdown(context.Background())
 	st := tr.Dispatcher().Stats()
 	total := uint64(len(ec.Records()))
@@ -710,66 +675,78 @@ func TestFlushDeadlineHolds(t *testing.T) {
 func TestBlockGivesUp(t *testing.T) {
 	for _, how := range []string{"shutdown", "cancel", "timeout", "child-cancel"} {
 		t.Run(how, func(t *testing.T) {
-			s := newBlockingSink(false)
-			c := &collect{}
-			var log errorLog
-			tr := trace.New(trace.Options{Sinks: []trace.Sink{s, c}, Dispatch: trace.DispatchOptions{OnFull: trace.Block, QueueSize: 4, BatchSize: 1, OnError: log.add}})
-			runCtx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			if how == "timeout" {
-				runCtx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+			synctest.Test(t, func(t *testing.T) {
+				s := newBlockingSink(false)
+				c := &collect{}
+				var log errorLog
+				tr := trace.New(trace.Options{Sinks: []trace.Sink{s, c}, Dispatch: trace.DispatchOptions{OnFull: trace.Block, QueueSize: 4, BatchSize: 1, OnError: log.add}})
+				release := sync.OnceFunc(func() { close(s.release) })
+				defer func() { release(); tr.Shutdown(context.Background()) }() // no goroutine left in the bubble, even on failure
+				runCtx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-			}
-			ctx, ec := tr.Start(runCtx, "run", trace.RunOptions{})
-			rec := ec
-			if how == "child-cancel" {
-				cctx, ccancel := context.WithCancel(ctx)
-				cancel = ccancel
-				_, rec = trace.SpawnChild(cctx, "child", nil)
-			}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for i := range 20 { // far more than the queue holds
-					rec.Custom("x", trace.JSON(i))
+				if how == "timeout" {
+					runCtx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+					defer cancel()
 				}
-			}()
-			<-s.entered
-			time.Sleep(10 * time.Millisecond) // let the producer reach the full queue; the test holds without it
-			switch how {
-			case "shutdown":
-				sctx, scancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-				defer scancel()
-				_ = tr.Shutdown(sctx)
-			case "cancel", "child-cancel":
-				cancel()
-			}
-			returnsIn(t, "the recording goroutine", func() bool { <-done; return true })
-			st := tr.Dispatcher().Stats()
-			if st.Dropped == 0 {
-				t.Fatalf("stats %+v: the records that could not wait are not counted as dropped", st)
-			}
-			close(s.release)
-			err := tr.Shutdown(context.Background())
-			var de *trace.DropError
-			if !errors.As(err, &de) || de.Dropped != st.Dropped {
-				t.Fatalf("Shutdown = %v, want a DropError with %d dropped", err, st.Dropped)
-			}
-			if how == "shutdown" {
-				return // the dispatcher stopped before it could deliver a marker
-			}
-			if lost := c.lost(t)[ec.TraceID()]; lost != st.Dropped {
-				t.Fatalf("markers count %d lost, %d dropped", lost, st.Dropped)
-			}
-			var reported uint64
-			for _, e := range log.all() {
-				if errors.As(e, &de) {
-					reported += de.Dropped
+				ctx, ec := tr.Start(runCtx, "run", trace.RunOptions{})
+				rec := ec
+				if how == "child-cancel" {
+					cctx, ccancel := context.WithCancel(ctx)
+					cancel = ccancel
+					_, rec = trace.SpawnChild(cctx, "child", nil)
 				}
-			}
-			if reported != st.Dropped {
-				t.Fatalf("OnError heard of %d drops, %d dropped", reported, st.Dropped)
-			}
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					for i := range 20 { // far more than the queue holds
+						rec.Custom("x", trace.JSON(i))
+					}
+				}()
+				<-s.entered
+				synctest.Wait() // the producer is blocked: on a full queue, nothing dropped yet
+				if st := tr.Dispatcher().Stats(); st.Emitted != 4 || st.Dropped != 0 {
+					t.Fatalf("stats %+v with the sink stuck; want the queue of 4 full and nothing dropped", st)
+				}
+				select {
+				case <-done:
+					t.Fatal("the recording goroutine returned before it had to wait for room")
+				default:
+				}
+				switch how {
+				case "shutdown":
+					sctx, scancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+					defer scancel()
+					_ = tr.Shutdown(sctx)
+				case "cancel", "child-cancel":
+					cancel()
+				}
+				returnsIn(t, "the recording goroutine", func() bool { <-done; return true })
+				st := tr.Dispatcher().Stats()
+				if st.Dropped == 0 {
+					t.Fatalf("stats %+v: the records that could not wait are not counted as dropped", st)
+				}
+				release()
+				err := tr.Shutdown(context.Background())
+				var de *trace.DropError
+				if !errors.As(err, &de) || de.Dropped != st.Dropped {
+					t.Fatalf("Shutdown = %v, want a DropError with %d dropped", err, st.Dropped)
+				}
+				if how == "shutdown" {
+					return // the dispatcher stopped before it could deliver a marker
+				}
+				if lost := c.lost(t)[ec.TraceID()]; lost != st.Dropped {
+					t.Fatalf("markers count %d lost, %d dropped", lost, st.Dropped)
+				}
+				var reported uint64
+				for _, e := range log.all() {
+					if errors.As(e, &de) {
+						reported += de.Dropped
+					}
+				}
+				if reported != st.Dropped {
+					t.Fatalf("OnError heard of %d drops, %d dropped", reported, st.Dropped)
+				}
+			})
 		})
 	}
 }

@@ -89,19 +89,6 @@ func ExampleOptions_redact() {
 	// Output: "[redacted]"
 }
 
-func ExampleDispatcher_Subscribe() {
-	d := trace.NewDispatcher(trace.DispatchOptions{})
-	live, stop := d.Subscribe(16)
-	defer stop()
-	tr := trace.New(trace.Options{})
-	_, run := tr.Start(context.Background(), "watched", trace.RunOptions{})
-	for _, r := range run.Records() {
-		d.Emit(r)
-	}
-	fmt.Println((<-live).Type)
-	// Output: run.start
-}
-
 func ExampleRunOptions_streamOnly() {
 	var sent int
 	tr := trace.New(trace.Options{

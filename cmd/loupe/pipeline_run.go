@@ -86,11 +86,8 @@ Exit status: 0 the run succeeded; 1 the file is invalid or the run failed
 			if runErr == nil {
 				out, _ := json.Marshal(res.Output)
 				if n := len(out); n > maxPrintedOutput {
-					cut := maxPrintedOutput
-					for cut > 0 && out[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
-						cut--
-					}
-					out = append(out[:cut:cut], fmt.Sprintf("… (%d bytes; --json prints it whole)", n)...)
+					head := trace.TruncateUTF8(string(out), maxPrintedOutput)
+					out = fmt.Appendf([]byte(head), "… (%d bytes; --json prints it whole)", n)
 				}
 				fmt.Fprintf(w, "\noutput: %s\n", out)
 			}

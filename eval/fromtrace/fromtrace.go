@@ -1,6 +1,6 @@
 // Package fromtrace turns Loupe trace records into the eval.Trajectory that
 // package eval grades. It is the one place where the trace model meets the
-// evaluation model, so that eval itself depends on no other Loupe package.
+// evaluation model, so that eval itself does not depend on the trace model.
 package fromtrace
 
 import (

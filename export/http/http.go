@@ -23,13 +23,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/loupe-dev/loupe/export/internal/retryafter"
+	"github.com/loupe-dev/loupe/export/internal/retry"
 	"github.com/loupe-dev/loupe/trace"
 )
 
@@ -119,8 +118,9 @@ type Sink struct {
 	abort   bool // Shutdown's deadline passed: stop sending
 	urgent  int  // Flush/Shutdown calls waiting: send without lingering
 	exited  chan struct{}
-	aborted chan struct{} // closed when Shutdown's deadline passes
-	wake    chan struct{} // Flush or Shutdown wants the records sent now
+	aborted context.Context    // done when Shutdown's deadline passes
+	stop    context.CancelFunc // ends aborted
+	wake    chan struct{}      // Flush or Shutdown wants the records sent now
 }
 
 // New returns a Sink for o and starts its sending goroutine.
@@ -153,7 +153,8 @@ func New(o Options) (*Sink, error) {
 		o.after = time.After
 	}
 	s := &Sink{o: o, url: strings.TrimSuffix(o.URL, "/") + "/v1/records", exited: make(chan struct{}),
-		aborted: make(chan struct{}), wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1)}
+	s.aborted, s.stop = context.WithCancel(context.Background())
 	s.cond = sync.NewCond(&s.mu)
 	go s.loop()
 	return s, nil
@@ -263,10 +264,8 @@ func (s *Sink) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	_ = s.wait(ctx, func() bool { return len(s.buf) == 0 && s.done == s.queued })
 	s.mu.Lock()
-	if !s.abort {
-		s.abort = true
-		close(s.aborted)
-	}
+	s.abort = true
+	s.stop()
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	<-s.exited
@@ -284,7 +283,7 @@ func (s *Sink) Close() error {
 // loop sends batches until Shutdown.
 func (s *Sink) loop() {
 	defer close(s.exited)
-	attempt := 0
+	p := retry.Policy{MinBackoff: s.o.MinBackoff, MaxBackoff: s.o.MaxBackoff, After: s.o.after}
 	for {
 		s.mu.Lock()
 		for len(s.buf) == 0 && !s.abort && !s.closed {
@@ -299,48 +298,68 @@ func (s *Sink) loop() {
 			return
 		}
 		// Let a batch fill unless someone waits or it is full already.
-		if attempt == 0 && len(s.buf) < s.o.BatchSize && s.urgent == 0 && !s.closed {
-			s.mu.Unlock()
-			s.sleep(s.o.Linger, true)
-			s.mu.Lock()
-		}
-		n := min(len(s.buf), s.o.BatchSize)
-		batch := s.buf[:n:n]
+		linger := len(s.buf) < s.o.BatchSize && s.urgent == 0 && !s.closed
 		s.mu.Unlock()
-
-		res := s.send(batch)
-
-		s.mu.Lock()
-		switch {
-		case res.ok:
-			s.remove(n)
-			attempt = 0
-		case res.badIndex >= 0 && res.badIndex < n:
-			// One bad record: drop it, send the others again at once.
-			s.drops.Rejected++
-			s.drops.LastReason = res.msg
-			s.bytes -= recordSize(&s.buf[res.badIndex])
-			s.buf = append(s.buf[:res.badIndex:res.badIndex], s.buf[res.badIndex+1:]...)
-			s.done++
-			attempt = 0
-		case res.permanent:
-			s.drops.Rejected += int64(n)
-			s.drops.LastReason = res.msg
-			s.remove(n)
-			attempt = 0
-		default:
-			attempt++
+		if linger {
+			s.linger(s.o.Linger)
 		}
-		s.cond.Broadcast()
-		abort := s.abort
-		s.mu.Unlock()
-		if !res.ok && !res.permanent && res.badIndex < 0 && !abort {
-			if s.o.OnError != nil {
-				s.o.OnError(res.err)
-			}
-			s.backoff(attempt, res.retryAfter)
-		}
+		// Until the batch at the head is done with, or Shutdown aborts.
+		_ = p.Do(s.aborted, func(n int) error { return s.sendHead(n > 1) })
 	}
+}
+
+// errAborted ends the retries of a batch when Shutdown's deadline passes.
+var errAborted = errors.New("export/http: shut down")
+
+// sendHead sends the batch at the head of the buffer once. It returns nil
+// when that batch is done with (sent, rejected for good, or one bad record
+// dropped so that the others go again at once), a retry.Later error when
+// it is to be sent again after a wait, and errAborted when Shutdown's
+// deadline has passed: before a retry (again), or during the send.
+func (s *Sink) sendHead(again bool) error {
+	s.mu.Lock()
+	if again && s.abort {
+		s.mu.Unlock()
+		return errAborted
+	}
+	n := min(len(s.buf), s.o.BatchSize)
+	batch := s.buf[:n:n]
+	s.mu.Unlock()
+
+	res := s.send(batch)
+
+	s.mu.Lock()
+	done := true
+	switch {
+	case res.ok:
+		s.remove(n)
+	case res.badIndex >= 0 && res.badIndex < n:
+		// One bad record: drop it, send the others again at once.
+		s.drops.Rejected++
+		s.drops.LastReason = res.msg
+		s.bytes -= recordSize(&s.buf[res.badIndex])
+		s.buf = append(s.buf[:res.badIndex:res.badIndex], s.buf[res.badIndex+1:]...)
+		s.done++
+	case res.permanent:
+		s.drops.Rejected += int64(n)
+		s.drops.LastReason = res.msg
+		s.remove(n)
+	default:
+		done = false
+	}
+	s.cond.Broadcast()
+	abort := s.abort
+	s.mu.Unlock()
+	switch {
+	case done:
+		return nil
+	case abort:
+		return errAborted
+	}
+	if s.o.OnError != nil {
+		s.o.OnError(res.err)
+	}
+	return retry.Later(res.err, res.retryAfter)
 }
 
 // remove drops the first n buffered records as done; s.mu is held.
@@ -366,33 +385,14 @@ func recordSize(r *trace.Record) int {
 	return n
 }
 
-// sleep waits d, or less if Shutdown aborts meanwhile (or, when
-// wakeable, if Flush or Shutdown asks for the records now).
-func (s *Sink) sleep(d time.Duration, wakeable bool) {
-	wake := s.wake
-	if !wakeable {
-		wake = nil
-	}
+// linger waits d, or less if Flush or Shutdown asks for the records now
+// or Shutdown aborts meanwhile.
+func (s *Sink) linger(d time.Duration) {
 	select {
 	case <-s.o.after(d):
-	case <-s.aborted:
-	case <-wake:
+	case <-s.aborted.Done():
+	case <-s.wake:
 	}
-}
-
-// backoff waits before retry number attempt: a random duration up to
-// MinBackoff·2^(attempt-1), at most MaxBackoff, or Retry-After if the
-// collector gave one.
-func (s *Sink) backoff(attempt int, retryAfter time.Duration) {
-	d := retryAfter
-	if d <= 0 {
-		ceil := s.o.MinBackoff << min(attempt-1, 30)
-		if ceil > s.o.MaxBackoff || ceil <= 0 {
-			ceil = s.o.MaxBackoff
-		}
-		d = time.Duration(rand.Int64N(int64(ceil))) + 1
-	}
-	s.sleep(d, false)
 }
 
 type sendResult struct {
@@ -444,7 +444,7 @@ func (s *Sink) send(batch []trace.Record) sendResult {
 		res.ok = true
 		return res
 	case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
-		res.retryAfter = retryafter.Parse(resp.Header.Get("Retry-After"))
+		res.retryAfter = retry.ParseAfter(resp.Header.Get("Retry-After"))
 	default:
 		res.permanent = true
 		var eb struct {

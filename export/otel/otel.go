@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -28,7 +27,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/loupe-dev/loupe/export/internal/retryafter"
+	"github.com/loupe-dev/loupe/export/internal/retry"
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -146,8 +145,10 @@ func (s *Sink) post(ctx context.Context, td ptrace.Traces) error {
 	zw := gzip.NewWriter(&body)
 	zw.Write(raw)
 	zw.Close()
-	var last error
-	for attempt := 1; attempt <= s.o.Attempts; attempt++ {
+	// The first retry waits up to 200 ms, each one after twice as long at
+	// most, with no upper bound: Attempts keeps the waits short.
+	p := retry.Policy{Attempts: s.o.Attempts, MinBackoff: 200 * time.Millisecond}
+	return p.Do(ctx, func(int) error {
 		req, err := http.NewRequestWithContext(ctx, "POST", s.o.Endpoint, bytes.NewReader(body.Bytes()))
 		if err != nil {
 			return err
@@ -158,35 +159,20 @@ func (s *Sink) post(ctx context.Context, td ptrace.Traces) error {
 			req.Header.Set(k, v)
 		}
 		resp, err := s.o.Client.Do(req)
-		wait := time.Duration(0)
-		if err == nil {
-			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			switch c := resp.StatusCode; {
-			case c >= 200 && c < 300:
-				return nil
-			case c == 429 || c == 502 || c == 503 || c == 504:
-				wait = retryafter.Parse(resp.Header.Get("Retry-After"))
-				last = fmt.Errorf("%s answered %s", s.o.Endpoint, resp.Status)
-			default:
-				return fmt.Errorf("%s answered %s: %s", s.o.Endpoint, resp.Status, strings.TrimSpace(string(msg)))
-			}
-		} else {
-			last = err
+		if err != nil {
+			return retry.Later(err, 0)
 		}
-		if attempt == s.o.Attempts {
-			break
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		switch c := resp.StatusCode; {
+		case c >= 200 && c < 300:
+			return nil
+		case c == 429 || c == 502 || c == 503 || c == 504:
+			return retry.Later(fmt.Errorf("%s answered %s", s.o.Endpoint, resp.Status), retry.ParseAfter(resp.Header.Get("Retry-After")))
+		default:
+			return fmt.Errorf("%s answered %s: %s", s.o.Endpoint, resp.Status, strings.TrimSpace(string(msg)))
 		}
-		if wait == 0 {
-			wait = time.Duration(rand.Int64N(int64(100*time.Millisecond) << attempt))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
-		case <-time.After(wait):
-		}
-	}
-	return last
+	})
 }
 
 var _ trace.Sink = (*Sink)(nil)

@@ -2,14 +2,13 @@ package mcpserver
 
 import (
 	"fmt"
-	"github.com/loupe-dev/loupe/internal/yamlpos"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
+	"github.com/loupe-dev/loupe/internal/yamlpos"
 )
 
 // Config is what `loupe mcp --config FILE` reads: what the
@@ -111,30 +110,12 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 	if filename == "" {
 		filename = "config"
 	}
-	f, err := yamlpos.Parse(data)
-	if err != nil {
-		return nil, yamlpos.Error(filename, err)
-	}
-	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
-		return nil, fmt.Errorf("%s:1:1: the config is empty; write \"agent:\" (model, system, tools, limits, mcp_servers) or \"pipeline: FILE\"", filename)
-	}
-	if len(f.Docs) > 1 {
-		return nil, fmt.Errorf("%s: the config holds %d YAML documents; write one", filename, len(f.Docs))
-	}
 	c := &Config{File: filename, where: map[string]string{}}
-	if err := yamlpos.Decode(f.Docs[0].Body, c); err != nil {
-		return nil, yamlpos.Error(filename, err)
+	f, err := yamlpos.DecodeFile(data, filename, "config", `write "agent:" (model, system, tools, limits, mcp_servers) or "pipeline: FILE"`, c)
+	if err != nil {
+		return nil, err
 	}
-	at := func(path string) string {
-		if p, err := yaml.PathString(path); err == nil {
-			if n, err := p.FilterFile(f); err == nil && n != nil {
-				if pos := yamlpos.NodePos(n); pos != nil {
-					return fmt.Sprintf("%s:%d:%d", filename, pos.Line, pos.Column)
-				}
-			}
-		}
-		return filename
-	}
+	at := func(path string) string { return yamlpos.At(f, filename, path) }
 	if err := c.check(at); err != nil {
 		return nil, err
 	}

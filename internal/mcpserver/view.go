@@ -3,9 +3,9 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
@@ -249,11 +249,8 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("…[truncated: %d of %d bytes shown]", cut, len(s))
+	head := trace.TruncateUTF8(s, n)
+	return head + fmt.Sprintf("…[truncated: %d of %d bytes shown]", len(head), len(s))
 }
 
 // thinkingCount counts the steps that carry reasoning.
@@ -283,11 +280,4 @@ func stepCount(recs []trace.Record) int {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

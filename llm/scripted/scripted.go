@@ -33,13 +33,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/loupe-dev/loupe/internal/yamlpos"
 	"os"
 	"strings"
 	"sync"
 
-	"github.com/goccy/go-yaml"
 	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/internal/yamlpos"
 	"github.com/loupe-dev/loupe/trace"
 )
 
@@ -107,31 +106,12 @@ func Parse(data []byte, filename string) (*Script, error) {
 	if filename == "" {
 		filename = "script"
 	}
-	f, err := yamlpos.Parse(data)
-	if err != nil {
-		return nil, yamlpos.Error(filename, err)
-	}
-	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
-		return nil, fmt.Errorf("%s:1:1: the script is empty; it needs at least \"turns:\" with one turn", filename)
-	}
-	if len(f.Docs) > 1 {
-		return nil, fmt.Errorf("%s: the script holds %d YAML documents; write one", filename, len(f.Docs))
-	}
 	s := &Script{file: filename}
-	if err := yamlpos.Decode(f.Docs[0].Body, s); err != nil {
-		return nil, yamlpos.Error(filename, err)
+	f, err := yamlpos.DecodeFile(data, filename, "script", `it needs at least "turns:" with one turn`, s)
+	if err != nil {
+		return nil, err
 	}
-	at := func(path string) string {
-		p, err := yaml.PathString(path)
-		if err == nil {
-			if n, err := p.FilterFile(f); err == nil && n != nil {
-				if pos := yamlpos.NodePos(n); pos != nil {
-					return fmt.Sprintf("%s:%d:%d", filename, pos.Line, pos.Column)
-				}
-			}
-		}
-		return filename
-	}
+	at := func(path string) string { return yamlpos.At(f, filename, path) }
 	if len(s.Turns) == 0 {
 		return nil, fmt.Errorf("%s: the script has no turns; add a \"turns:\" list with at least one turn", at("$"))
 	}

@@ -7,7 +7,6 @@ package sqlstore
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -15,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
@@ -766,10 +767,10 @@ func Snippet(r *trace.Record, terms []string) (field, snippet string) {
 				i = 0
 			}
 			from, to := max(0, i-60), min(len(f.Text), i+len(t)+60)
-			for from > 0 && !isRuneStart(f.Text[from]) {
+			for from > 0 && !utf8.RuneStart(f.Text[from]) {
 				from--
 			}
-			for to < len(f.Text) && !isRuneStart(f.Text[to]) {
+			for to < len(f.Text) && !utf8.RuneStart(f.Text[to]) {
 				to++
 			}
 			s := f.Text[from:to]
@@ -784,8 +785,6 @@ func Snippet(r *trace.Record, terms []string) (field, snippet string) {
 	}
 	return "", ""
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // Aggregate implements store.Store. Its sums of tokens, durations and
 // lost records are taken with Dialect.Sum and read with Sum, so they stop
@@ -1072,11 +1071,11 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		}
 		traces.add(t.ID[:], t.Name, t.Started, t.Last, runDur, status, s.Records, s.Iterations, s.ModelCalls, s.ToolCalls,
 			s.InputTokens, s.OutputTokens, s.CostUSD, s.UnpricedCalls, s.Errors, t.Lost)
-		for _, name := range sortedKeys(s.ByModel) {
+		for _, name := range slices.Sorted(maps.Keys(s.ByModel)) {
 			m := s.ByModel[name]
 			models.add(t.ID[:], name, m.Calls, m.Errors, m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens, m.CostUSD, m.UnpricedCalls)
 		}
-		for _, name := range sortedKeys(s.ByTool) {
+		for _, name := range slices.Sorted(maps.Keys(s.ByTool)) {
 			o := s.ByTool[name]
 			tools.add(t.ID[:], name, o.Calls, o.Errors, int64(o.Total))
 		}
@@ -1141,15 +1140,6 @@ func (r *rowSet) exec(ctx context.Context, d *Dialect, exec Execer, tmpl string)
 		vals = vals[n*r.cols:]
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, cmp.Compare)
-	return keys
 }
 
 // Validate checks a batch before it is stored.
