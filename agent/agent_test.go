@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/loupe-dev/loupe/agent"
@@ -151,7 +153,7 @@ func TestLimits(t *testing.T) {
 		limits agent.Limits
 		script string
 		tools  []agent.Tool
-		cancel bool // a tool cancels the run's context
+		cancel bool // a tool cancels the run's context (its wait tool, made in the test)
 		reason trace.TerminationReason
 		rule   string
 		tools0 int // tool.start records expected
@@ -164,7 +166,7 @@ func TestLimits(t *testing.T) {
 		// A model with no price: the budget cannot be kept, so the first call stops the run.
 		{"max cost, unpriced model", agent.Limits{MaxCostUSD: 1}, loopScript(5, "{input_tokens: 100}"), nil, false, trace.TerminationLimitExceeded, "max_cost_usd", 0},
 		{"timeout", agent.Limits{Timeout: 30 * time.Millisecond}, "turns:\n  - tool_calls: [{name: wait}]\n  - answer: never\n", []agent.Tool{waitTool()}, false, trace.TerminationTimeout, "timeout", 1},
-		{"context canceled", agent.Limits{}, "turns:\n  - tool_calls: [{name: wait}]\n  - answer: never\n", []agent.Tool{waitTool()}, true, trace.TerminationContextCanceled, "context_canceled", 1},
+		{"context canceled", agent.Limits{}, "turns:\n  - tool_calls: [{name: wait}]\n  - answer: never\n", nil, true, trace.TerminationContextCanceled, "context_canceled", 1},
 	}
 	for _, tt := range tests {
 		for _, traced := range []bool{true, false} {
@@ -176,7 +178,13 @@ func TestLimits(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				if tt.cancel {
-					go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+					// The tool cancels the run once it runs, so that the
+					// cancellation comes in the middle of a tool call.
+					tools = []agent.Tool{tool.Func("wait", "Cancel the run, then wait until it ends.", func(ctx context.Context, _ waitIn) (string, error) {
+						cancel()
+						<-ctx.Done()
+						return "", ctx.Err()
+					})}
 				}
 				exec := &agent.Executor{Limits: tt.limits}
 				if traced {
@@ -279,20 +287,31 @@ func TestHookCanRewriteToolCall(t *testing.T) {
 }
 
 func TestParallelToolCalls(t *testing.T) {
+	// On synctest's fake clock, so that the calls really finish out of
+	// order (3, 2, 1), and a run that is not parallel times out at once.
+	synctest.Test(t, testParallelToolCalls)
+}
+
+func testParallelToolCalls(t *testing.T) {
 	// Each call waits until all three are running: only parallel calls
 	// finish before the deadline.
-	var started sync.WaitGroup
-	started.Add(3)
-	all := make(chan struct{})
-	go func() { started.Wait(); close(all) }()
+	var started atomic.Int32
+	all := make(chan struct{}) // closed by the third call to start
+	var mu sync.Mutex
+	var finished []int // the calls' n, in the order they finished
 	type in struct {
 		N int `json:"n"`
 	}
 	barrier := tool.Func("barrier", "", func(ctx context.Context, in in) (int, error) {
-		started.Done()
+		if started.Add(1) == 3 {
+			close(all)
+		}
 		select {
 		case <-all:
 			time.Sleep(time.Duration(3-in.N) * time.Millisecond) // finish out of order
+			mu.Lock()
+			finished = append(finished, in.N)
+			mu.Unlock()
 			return in.N * 10, nil
 		case <-ctx.Done():
 			return 0, ctx.Err()
@@ -307,7 +326,9 @@ turns:
   - answer: ok
 `
 	loop := &agent.ReAct{Model: model(t, script), Tools: agent.NewToolbox(barrier)}
-	exec := &agent.Executor{Tracer: newTracer(), Limits: agent.Limits{Timeout: 10 * time.Second}}
+	tracer := newTracer()
+	defer tracer.Shutdown(context.Background())
+	exec := &agent.Executor{Tracer: tracer, Limits: agent.Limits{Timeout: 10 * time.Second}}
 	res := exec.Run(context.Background(), loop, "go")
 	if res.Err != nil {
 		t.Fatal(res.Err)
@@ -317,6 +338,9 @@ turns:
 		if m.Role == agent.RoleTool {
 			got = append(got, m.ToolCallID+"="+m.Content)
 		}
+	}
+	if !slices.Equal(finished, []int{3, 2, 1}) {
+		t.Errorf("the calls finished in the order %v, want 3, 2, 1", finished)
 	}
 	if want := []string{"call_1_1=10", "call_1_2=20", "call_1_3=30"}; !slices.Equal(got, want) {
 		t.Errorf("tool results = %v, want %v (call order)", got, want)

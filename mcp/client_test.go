@@ -412,13 +412,18 @@ func TestHTTPHeaders(t *testing.T) {
 func TestCloseDuringCall(t *testing.T) {
 	for _, p := range peers {
 		t.Run(p.name, func(t *testing.T) {
+			mark := filepath.Join(t.TempDir(), "hang")
+			t.Setenv(hangMarkEnv, mark) // before connect: a stdio server inherits it
 			c := connect(t, p.server(t))
 			errc := make(chan error, 1)
 			go func() {
 				_, err := c.CallTool(context.Background(), "hang", nil)
 				errc <- err
 			}()
-			time.Sleep(200 * time.Millisecond)
+			// Close once the call is in progress in the server.
+			if !waitFor(10*time.Second, func() bool { _, err := os.Stat(mark); return err == nil }) {
+				t.Fatal("the hang call did not reach the server within 10s")
+			}
 			start := time.Now()
 			if err := c.Close(); err != nil {
 				t.Errorf("Close: %v", err)

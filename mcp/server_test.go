@@ -58,6 +58,12 @@ func TestMain(m *testing.M) {
 // canceled (in-process servers only).
 var hangCanceled atomic.Int64
 
+// hangMarkEnv, when set (in the test process, and so in the stdio
+// servers it starts), names a file that the hang tool writes when a call
+// reaches it: a test can wait for a call to be in progress, whatever the
+// transport.
+const hangMarkEnv = "LOUPE_MCP_TEST_HANG_MARK"
+
 type echoIn struct {
 	Message string `json:"message" jsonschema:"what to echo"`
 }
@@ -97,6 +103,9 @@ func newTestServer(die func(), stop <-chan struct{}) *mcpsdk.Server {
 		})
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "hang", Description: "Never answers."},
 		func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
+			if p := os.Getenv(hangMarkEnv); p != "" {
+				os.WriteFile(p, []byte("in the hang call\n"), 0o644)
+			}
 			select {
 			case <-ctx.Done():
 				hangCanceled.Add(1)

@@ -225,6 +225,7 @@ func TestServeKill9(t *testing.T) {
 	var acked []trace.TraceID
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	enough := make(chan struct{}) // closed at the 40th acknowledged batch
 	client := &http.Client{Timeout: 10 * time.Second}
 	for w := range 4 {
 		wg.Add(1)
@@ -251,19 +252,21 @@ func TestServeKill9(t *testing.T) {
 				if resp.StatusCode == 200 {
 					mu.Lock()
 					acked = append(acked, tid)
+					if len(acked) == 40 {
+						close(enough)
+					}
 					mu.Unlock()
 				}
 			}
 		}()
 	}
-	for { // let some batches through, then kill
-		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 40 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	// Let some batches through, then kill.
+	select {
+	case <-enough:
+	case <-time.After(60 * time.Second): // a hang, not a timing claim
+		close(stop)
+		wg.Wait()
+		t.Fatalf("the collector acknowledged %d batches in 60s, want 40 before the kill", len(acked))
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -91,6 +91,7 @@ export function runPage(main, id, params) {
 async function load(main, id, params, signal, setStream) {
   const t0 = performance.now();
   const d = await api('/api/v1/traces/' + encodeURIComponent(id), signal);
+  if (signal.aborted) return; // the page was left meanwhile
   const tFetched = performance.now();
   const m = new Model();
   for (const r of d.records) m.add(r);
@@ -123,7 +124,7 @@ async function load(main, id, params, signal, setStream) {
   }
   main.append(tabs, ...Object.values(panes));
 
-  const view = new TreeView(m, id, panes.tree);
+  const view = new TreeView(m, id, panes.tree, signal);
   let sel = params.get('span') ? m.nodes.get(params.get('span')) : null;
   if (!sel && params.get('seq')) sel = m.bySeq.get(Number(params.get('seq')));
   view.refresh();
@@ -158,9 +159,11 @@ async function load(main, id, params, signal, setStream) {
 }
 
 /** TreeView draws a Model's rows virtually: a spacer as tall as every
- *  row, and only the rows in view (plus OVERSCAN) as elements. */
+ *  row, and only the rows in view (plus OVERSCAN) as elements. Its
+ *  listener on window goes when signal is aborted (the page is left):
+ *  left there, it would keep the view, and the whole trace, alive. */
 class TreeView {
-  constructor(m, traceID, pane) {
+  constructor(m, traceID, pane, signal) {
     this.m = m; this.traceID = traceID; this.rows = []; this.sel = null;
     this.axis = el('div', { className: 'row axis' }, el('div', { className: 'cell' }, 'Span'), el('div', { className: 'cell wf', id: 'axis' }));
     this.inner = el('div', { className: 'rows' });
@@ -170,7 +173,7 @@ class TreeView {
     pane.append(left, this.details);
     let raf = 0;
     this.box.addEventListener('scroll', () => { if (!raf) raf = requestAnimationFrame(() => { raf = 0; this.draw(); }); });
-    window.addEventListener('resize', () => this.draw());
+    window.addEventListener('resize', () => this.draw(), { signal });
     this.box.addEventListener('click', e => {
       const rowEl = e.target.closest('.row[data-i]');
       if (!rowEl) return;
