@@ -6,7 +6,8 @@
 import { showError } from './dom.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
-import { dashboardPage, evaluationsPage, evaluationPage } from './more.js';
+import { dashboardPage } from './dashboard.js';
+import { evaluationsPage, evaluationPage } from './evaluations.js';
 
 let current = null; // the page's cleanup function (closes streams)
 
