@@ -1,5 +1,5 @@
 // Package retry is the retry loop of the sinks that post to a server
-// (export/http, export/otel): a request is tried again after a failure
+// (export/http, export/otlpsink): a request is tried again after a failure
 // that may pass, waiting what the server asks for in Retry-After, or else
 // a random time under a ceiling that doubles with each retry (exponential
 // backoff with full jitter). Which failures may pass is the caller's to

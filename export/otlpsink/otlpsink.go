@@ -1,4 +1,4 @@
-// Package otel is a trace.Sink that sends Loupe's runs to any
+// Package otlpsink is a trace.Sink that sends Loupe's runs to any
 // OpenTelemetry backend (an OTel Collector, Jaeger, Langfuse, Phoenix,
 // `loupe serve`) as OTLP/HTTP protobuf spans following the GenAI
 // conventions: invoke_agent for runs, chat for model calls, execute_tool
@@ -11,7 +11,7 @@
 // 429 and 5xx a few times (Retry-After honoured) within its context; use
 // the Sink behind a trace.Dispatcher's background queue (the default), so
 // that the agent never waits on the network.
-package otel
+package otlpsink
 
 import (
 	"bytes"
@@ -63,7 +63,7 @@ type Sink struct {
 // New returns a Sink for o.
 func New(o Options) (*Sink, error) {
 	if o.Endpoint == "" {
-		return nil, errors.New("export/otel: Options.Endpoint is empty (want an OTLP/HTTP traces URL such as http://127.0.0.1:4318/v1/traces)")
+		return nil, errors.New("export/otlpsink: Options.Endpoint is empty (want an OTLP/HTTP traces URL such as http://127.0.0.1:4318/v1/traces)")
 	}
 	if o.ServiceName == "" {
 		o.ServiceName = "loupe"
@@ -129,7 +129,7 @@ func (s *Sink) send(ctx context.Context, recs []trace.Record, open bool) error {
 	}
 	if err := s.post(ctx, td); err != nil {
 		s.dropped += n
-		return fmt.Errorf("export/otel: %d spans not sent: %w", n, err)
+		return fmt.Errorf("export/otlpsink: %d spans not sent: %w", n, err)
 	}
 	return nil
 }
