@@ -509,7 +509,9 @@ unknown cost (shown as such), never $0. Costs in the file are kept.`,
 				if errw := cmd.ErrOrStderr(); errw == os.Stderr && term.IsTerminal(int(os.Stderr.Fd())) {
 					progress = errw
 				}
-				return tracesview.ImportInputs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), progress, st, inputs, f, asJSON, prices)
+				return tracesview.ImportInputs(ctx, st, inputs, tracesview.ImportOptions{
+					Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Progress: progress, Format: f, JSON: asJSON, Prices: prices,
+				})
 			})
 		},
 	}

@@ -53,9 +53,9 @@ func TestImportProgress(t *testing.T) {
 		}
 		var err error
 		if pw != nil {
-			err = ImportInputs(ctx, &out, &errw, pw, st, []ImportInput{{Name: tc.file}}, traceio.FormatAuto, false, nil)
+			err = ImportInputs(ctx, st, []ImportInput{{Name: tc.file}}, ImportOptions{Out: &out, Err: &errw, Progress: pw, Format: traceio.FormatAuto})
 		} else {
-			err = ImportInputs(ctx, &out, &errw, nil, st, []ImportInput{{Name: tc.file}}, traceio.FormatAuto, false, nil)
+			err = ImportInputs(ctx, st, []ImportInput{{Name: tc.file}}, ImportOptions{Out: &out, Err: &errw, Format: traceio.FormatAuto})
 		}
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.file, err, errw.String())

@@ -729,26 +729,43 @@ func (im *importer) warn() {
 	}
 }
 
-// ImportFiles imports each file in paths in turn (see Import) and writes
-// a line per file to w, or, with asJSON, the results as one JSON array.
-// Each failure, refused record and warning is also written to errw as it
-// happens. A bad file does not stop the others; when any failed, the error
-// wraps ErrSome.
-func ImportFiles(ctx context.Context, w, errw io.Writer, st store.Store, paths []string, f traceio.Format, asJSON bool) error {
+// ImportOptions say how ImportFiles and ImportInputs read and report.
+// Out and Err are required; the zero value of every other field is
+// useful.
+type ImportOptions struct {
+	// Out receives a line per file, or with JSON the results as one
+	// JSON array; Err each failure, refused record and warning as it
+	// happens.
+	Out, Err io.Writer
+	// Progress, if not nil, gets a progress bar of the bytes read for
+	// each file of at least ProgressMinSize (meant for a terminal;
+	// cleared when the file is done).
+	Progress io.Writer
+	// Format is the files' format; "" or traceio.FormatAuto detects it.
+	Format traceio.Format
+	// JSON writes the results to Out as JSON.
+	JSON bool
+	// Prices, if not nil, prices model calls read with tokens but no
+	// cost, or marks them of unknown cost, as `loupe serve` does
+	// (price.Table.PriceRecord).
+	Prices *price.Table
+}
+
+// ImportFiles imports each file in paths in turn (see Import) and reports
+// as o says. A bad file does not stop the others; when any failed, the
+// error wraps ErrSome.
+func ImportFiles(ctx context.Context, st store.Store, paths []string, o ImportOptions) error {
 	in := make([]ImportInput, len(paths))
 	for i, p := range paths {
 		in[i] = ImportInput{Name: p}
 	}
-	return ImportInputs(ctx, w, errw, nil, st, in, f, asJSON, nil)
+	return ImportInputs(ctx, st, in, o)
 }
 
 // ImportInputs is ImportFiles for inputs that may include standard input
-// (see ExpandInputs). When progress is not nil, each file of at least
-// ProgressMinSize gets a progress bar of the bytes read on progress
-// (meant for a terminal; cleared when the file is done). When prices is
-// not nil, model calls read with tokens but no cost are priced from it, or
-// marked of unknown cost, as `loupe serve` does (price.Table.PriceRecord).
-func ImportInputs(ctx context.Context, w, errw, progress io.Writer, st store.Store, inputs []ImportInput, f traceio.Format, asJSON bool, prices *price.Table) error {
+// (see ExpandInputs).
+func ImportInputs(ctx context.Context, st store.Store, inputs []ImportInput, o ImportOptions) error {
+	w, errw, progress, f, asJSON, prices := o.Out, o.Err, o.Progress, o.Format, o.JSON, o.Prices
 	results := make([]ImportResult, 0, len(inputs))
 	failed := 0
 	for _, input := range inputs {
