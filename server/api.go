@@ -182,15 +182,25 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) (trace.TraceID,
 	return id, true
 }
 
-// getTrace is GET /api/v1/traces/{id}.
-func (s *Server) getTrace(w http.ResponseWriter, r *http.Request) {
+// loadTrace resolves the {id} of r's path and loads that trace, or
+// answers why it cannot.
+func (s *Server) loadTrace(w http.ResponseWriter, r *http.Request) (trace.TraceID, *store.Trace, bool) {
 	id, ok := s.resolve(w, r)
 	if !ok {
-		return
+		return id, nil, false
 	}
 	t, err := s.o.Store.Trace(r.Context(), id)
 	if err != nil {
 		s.storeError(w, r, err)
+		return id, nil, false
+	}
+	return id, t, true
+}
+
+// getTrace is GET /api/v1/traces/{id}.
+func (s *Server) getTrace(w http.ResponseWriter, r *http.Request) {
+	id, t, ok := s.loadTrace(w, r)
+	if !ok {
 		return
 	}
 	evals, err := evalrun.ResultsFor(r.Context(), s.o.Store, id)
@@ -270,13 +280,8 @@ type EvaluationJSON struct {
 // getEvaluation is GET /api/v1/evaluations/{id}: an evaluation run's case
 // result rows (as loupe eval --out writes them), in case order.
 func (s *Server) getEvaluation(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.resolve(w, r)
+	id, t, ok := s.loadTrace(w, r)
 	if !ok {
-		return
-	}
-	t, err := s.o.Store.Trace(r.Context(), id)
-	if err != nil {
-		s.storeError(w, r, err)
 		return
 	}
 	if !slices.Contains(t.Summary.Tags, evalrun.EvalTag) {
