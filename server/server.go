@@ -131,6 +131,12 @@ type Options struct {
 	// 503. Zero means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
 
+	// Retain, if positive, removes the traces whose run started longer
+	// ago than that, when the server starts and then every RetainEvery
+	// (zero means DefaultRetainEvery), in short transactions so that
+	// ingest is not held up; see ApplyRetention and Retention.
+	Retain, RetainEvery time.Duration
+
 	// MaxExpensive bounds the requests that load whole traces or search
 	// hits at once, and separately those that list or aggregate; more wait
 	// their turn (up to 30 s, then 503). Zero means twice GOMAXPROCS.
@@ -153,6 +159,7 @@ type Server struct {
 	// that a crowd asking for large traces cannot hold up the lists.
 	light, heavy slots
 	group        *grouper // nil when the store cannot append groups
+	ret          retention
 }
 
 // New returns a Server for o.
@@ -180,6 +187,12 @@ func New(o Options) (*Server, error) {
 	}
 	if o.MaxExpensive <= 0 {
 		o.MaxExpensive = 2 * runtime.GOMAXPROCS(0)
+	}
+	if o.Retain < 0 {
+		return nil, fmt.Errorf("server: Options.Retain is negative (%s)", o.Retain)
+	}
+	if o.RetainEvery <= 0 {
+		o.RetainEvery = DefaultRetainEvery
 	}
 	s := &Server{
 		o: o, mux: http.NewServeMux(), hub: newHub(o.StreamBuffer), log: o.Logger,
@@ -231,6 +244,7 @@ func New(o Options) (*Server, error) {
 		}
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (see /api/v1/openapi.json)", clip(r.Method, 20), clip(r.URL.Path, 100)))
 	})
+	s.startRetention()
 	return s, nil
 }
 
@@ -246,9 +260,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Close ends every live stream and refuses new ones. Ingest and the API
-// keep working.
-func (s *Server) Close() { s.hub.close() }
+// Close ends every live stream and refuses new ones, and stops the
+// scheduled retention passes (waiting for a running one). Ingest and the
+// API keep working.
+func (s *Server) Close() {
+	s.hub.close()
+	s.stopRetention()
+}
 
 // NewHTTPServer returns an http.Server for h on addr with the collector's
 // timeouts: 10 s to read request headers (64 KiB at most), 2 min to read a

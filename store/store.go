@@ -476,6 +476,10 @@ type PrunePolicy struct {
 	OlderThan  time.Duration
 	KeepNewest int
 	Now        time.Time // the reference for OlderThan; zero means time.Now()
+	// Limit, if positive, removes at most this many traces (the oldest
+	// first) in one call, so that a large removal can be done in short
+	// transactions between which others may write.
+	Limit int
 }
 
 // PruneResult reports what Prune removed.

@@ -34,6 +34,7 @@ func newServeCmd() *cobra.Command {
 		pricesFile    string
 		publicHosts   []string
 		origins       []string
+		retain        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -69,7 +70,7 @@ after the requests in flight are committed and answered.`,
 				if len(publicHosts) > 0 && !requireKeys {
 					return fmt.Errorf("--public-host %s: serving a public name requires API keys (--require-keys, and loupe keys create)", strings.Join(publicHosts, ","))
 				}
-				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices, Hosts: publicHosts, TrustedOrigins: origins}
+				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices, Hosts: publicHosts, TrustedOrigins: origins, Retain: retain}
 				if !noUI {
 					o.UI = ui.Handler()
 				}
@@ -116,6 +117,7 @@ after the requests in flight are committed and answered.`,
 	cmd.Flags().BoolVar(&open, "open", false, "open the web UI in a browser once listening")
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
 	cmd.Flags().StringSliceVar(&publicHosts, "public-host", nil, "host names (without port) the server answers besides loopback ones; needs API keys. With keys and no --public-host, any Host is answered")
+	cmd.Flags().Var(durationValue{&retain}, "retain", "delete traces whose run started longer ago than this (30d, 720h), at start and then hourly, in short transactions; off by default")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "browser origins (e.g. https://ui.example.com) allowed to POST and DELETE besides the server's own")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")

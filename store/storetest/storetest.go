@@ -562,12 +562,25 @@ func testPrune(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	ids := corpus(t, s, 10) // started t0 .. t0+9m
 	perTrace := len(Gen(Spec{}))
-	res, err := s.Prune(ctx, store.PrunePolicy{OlderThan: time.Hour, Now: t0.Add(time.Hour + 3*time.Minute + time.Second)})
+	// Limit removes the oldest first, a batch at a time.
+	older := store.PrunePolicy{OlderThan: time.Hour, Now: t0.Add(time.Hour + 3*time.Minute + time.Second), Limit: 3}
+	res, err := s.Prune(ctx, older)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(res.Traces, ids[:4]) || res.Records < 4*perTrace {
-		t.Fatalf("prune older than: removed %v (%d records), want %v", res.Traces, res.Records, ids[:4])
+	if !slices.Equal(res.Traces, ids[:3]) || res.Records < 3*perTrace {
+		t.Fatalf("prune older than, limit 3: removed %v (%d records), want %v", res.Traces, res.Records, ids[:3])
+	}
+	older.Limit = 0
+	res, err = s.Prune(ctx, older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Traces, ids[3:4]) || res.Records < perTrace {
+		t.Fatalf("prune older than: removed %v (%d records), want %v", res.Traces, res.Records, ids[3:4])
+	}
+	if _, err := s.Prune(ctx, store.PrunePolicy{OlderThan: time.Hour, Limit: -1}); err == nil {
+		t.Error("a negative Limit was accepted")
 	}
 	res, err = s.Prune(ctx, store.PrunePolicy{KeepNewest: 2})
 	if err != nil {

@@ -913,8 +913,8 @@ func (db *DB) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResult
 	if db.ReadOnly != nil {
 		return res, db.ReadOnly
 	}
-	if p.OlderThan < 0 || p.KeepNewest < 0 {
-		return res, fmt.Errorf("prune: OlderThan and KeepNewest must not be negative")
+	if p.OlderThan < 0 || p.KeepNewest < 0 || p.Limit < 0 {
+		return res, fmt.Errorf("prune: OlderThan, KeepNewest and Limit must not be negative")
 	}
 	var conds []string
 	b := db.D.NewBuilder()
@@ -932,7 +932,11 @@ func (db *DB) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResult
 	if len(conds) == 0 {
 		return res, nil
 	}
-	rows, err := db.SQL.QueryContext(ctx, "SELECT t.trace_id FROM traces t WHERE "+strings.Join(conds, " OR ")+" ORDER BY t.started, t.trace_id", b.Args...)
+	q := "SELECT t.trace_id FROM traces t WHERE " + strings.Join(conds, " OR ") + " ORDER BY t.started, t.trace_id"
+	if p.Limit > 0 {
+		q += " LIMIT " + b.Arg(p.Limit)
+	}
+	rows, err := db.SQL.QueryContext(ctx, q, b.Args...)
 	if err != nil {
 		return res, fmt.Errorf("prune %s: %w", db.Name, err)
 	}
