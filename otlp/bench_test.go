@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -36,4 +37,40 @@ func BenchmarkDecodeAndMap(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*5)/b.Elapsed().Seconds(), "spans/s")
+}
+
+// BenchmarkDecodeAndMapDialects does the same for each dialect fixture
+// (TestDialects), whose spans carry their content as JSON documents that
+// the dialect readers parse: the cost per span is reported as ns/span.
+func BenchmarkDecodeAndMapDialects(b *testing.B) {
+	for _, c := range dialectCases {
+		b.Run(strings.TrimSuffix(c.file, ".json"), func(b *testing.B) {
+			raw, err := os.ReadFile("testdata/" + c.file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			td, err := DecodeJSON(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := td.SpanCount()
+			var pm ptrace.ProtoMarshaler
+			pb, err := pm.MarshalTraces(td)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(pb)))
+			for b.Loop() {
+				td, err := DecodeProto(pb)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res := Map(td, nil); res.Spans != n {
+					b.Fatal(res.Spans)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/span")
+		})
+	}
 }

@@ -4,16 +4,24 @@
 // span into typed trace.Records following the conventions it recognizes:
 //
 //   - the OpenTelemetry GenAI conventions, current (gen_ai.operation.name,
-//     gen_ai.usage.input_tokens, gen_ai.input.messages, …) and older
-//     (gen_ai.prompt.N.*, gen_ai.completion.N.*, gen_ai.usage.prompt_tokens);
+//     gen_ai.usage.input_tokens, gen_ai.input.messages with their parts,
+//     gen_ai.system_instructions, …) and older (gen_ai.prompt.N.*,
+//     gen_ai.completion.N.*, gen_ai.usage.prompt_tokens);
 //   - OpenInference (openinference.span.kind, llm.model_name,
 //     llm.token_count.*, llm.input_messages.N.message.*, tool.name,
-//     input.value / output.value).
+//     input.value / output.value);
+//   - the dialects of frameworks that export their own telemetry: the
+//     Vercel AI SDK (ai.*), Pydantic AI and Logfire, Genkit (genkit:*),
+//     Traceloop OpenLLMetry (traceloop.*) and Google ADK
+//     (gcp.vertex.agent.*).
 //
 // A model span becomes a model.call, a tool span tool.start + tool.end (or
 // tool.error), an agent span a run (run.start/run.end at the root,
 // child.spawn/child.end below it), any other span node.start/node.end, and
-// each span event a custom record. docs/otlp-mapping.md has the table.
+// each span event a custom record. What a span is comes from what it says
+// it is before what its attributes hint at (see dialect.go): a run span
+// that carries its run's token totals is a run, not one more model call.
+// docs/otlp-mapping.md has the tables.
 //
 // # Nothing is lost
 //
@@ -246,42 +254,14 @@ const (
 )
 
 // Classify tells what a span is from its attributes and which convention
-// said so: "openinference", "gen_ai" or "" (none).
+// said so: "openinference", "gen_ai", "vercel_ai", "pydantic_ai",
+// "genkit", "traceloop", "adk" or "" (none). It does not see the span's
+// name or scope, which Map also uses (Google ADK's older agent spans are
+// known by their name only; Pydantic AI's and ADK's by their scope).
 func Classify(attrs pcommon.Map) (Kind, string) {
-	if v, ok := attrs.Get("openinference.span.kind"); ok {
-		switch strings.ToUpper(v.AsString()) {
-		case "LLM", "EMBEDDING":
-			return KindModel, "openinference"
-		case "TOOL", "RETRIEVER", "RERANKER":
-			return KindTool, "openinference"
-		case "AGENT":
-			return KindAgent, "openinference"
-		}
-		return KindGeneric, "openinference"
-	}
-	if v, ok := attrs.Get("gen_ai.operation.name"); ok {
-		switch v.AsString() {
-		case "chat", "text_completion", "generate_content", "completion", "embeddings":
-			return KindModel, "gen_ai"
-		case "execute_tool":
-			return KindTool, "gen_ai"
-		case "invoke_agent", "create_agent":
-			return KindAgent, "gen_ai"
-		}
-		return KindGeneric, "gen_ai"
-	}
-	// Older GenAI spans carry no operation name.
-	if has(attrs, "gen_ai.request.model") || has(attrs, "gen_ai.response.model") || has(attrs, "gen_ai.system") ||
-		has(attrs, "gen_ai.prompt.0.content") || has(attrs, "gen_ai.usage.prompt_tokens") || has(attrs, "gen_ai.usage.input_tokens") {
-		return KindModel, "gen_ai"
-	}
-	if has(attrs, "gen_ai.tool.name") {
-		return KindTool, "gen_ai"
-	}
-	if has(attrs, "gen_ai.agent.name") {
-		return KindAgent, "gen_ai"
-	}
-	return KindGeneric, ""
+	m := scanMarks(attrs)
+	k, d := m.classify("", "")
+	return k, dialectNames[d]
 }
 
 func has(m pcommon.Map, k string) bool { _, ok := m.Get(k); return ok }
@@ -335,29 +315,17 @@ func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, 
 		end = start // unended (or skewed): no duration rather than a negative one
 	}
 	d := end.Sub(start)
-	kind, _ := Classify(attrs)
+	m := scanMarks(attrs)
+	kind, dia := m.classify(ss.Scope().Name(), sp.Name())
+	v := read(kind, dia, &m, sp)
 	errMsg := spanError(sp)
-	s := &spanRecs{dst: dst, sid: sid, o: o}
-
-	in, out := ioValues(kind, sp)
-	name := sp.Name()
-	switch kind {
-	case KindModel:
-		name = firstStr(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
-		if name == "" {
-			name = sp.Name()
-		}
-	case KindTool:
-		name = firstStr(attrs, "gen_ai.tool.name", "tool.name")
-		if name == "" {
-			name = sp.Name()
-		}
-	case KindAgent:
-		name = firstStr(attrs, "gen_ai.agent.name", "agent.name")
-		if name == "" {
-			name = sp.Name()
-		}
+	if errMsg == "" {
+		errMsg = v.errMsg
 	}
+	s := &spanRecs{dst: dst, sid: sid, o: o}
+	in, out, name := v.in, v.out, v.name
+	call := callSpan{tid: tid, sp: sp, kind: kind, name: name, start: start, end: end, errMsg: errMsg,
+		in: v.in, out: v.out, thinking: v.thinking, usage: v.usage, finish: v.finish}
 
 	if parent.IsZero() {
 		// The root span is the run, whatever it is; a model or tool call at
@@ -367,14 +335,13 @@ func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, 
 			runIn, runOut = nil, nil
 		}
 		runName := name
-		if kind != KindAgent {
+		if kind == KindModel || kind == KindTool {
 			runName = sp.Name()
 		}
 		s.add(trace.Record{TraceID: tid, SpanID: sid, Time: start, Type: trace.TypeRunStart, Name: runName,
 			Input: runIn, Tags: tags(rs, attrs)}, "start", 0)
 		if kind == KindModel || kind == KindTool {
-			call := derived(tid, sid, "call", 0)
-			callRecs(s, &callSpan{tid, sp, kind, name, start, end, in, out, errMsg}, call, sid)
+			callRecs(s, &call, derived(tid, sid, "call", 0), sid)
 		} else {
 			events(s, tid, sid, sp)
 		}
@@ -387,7 +354,7 @@ func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, 
 	} else {
 		switch kind {
 		case KindModel, KindTool:
-			callRecs(s, &callSpan{tid, sp, kind, name, start, end, in, out, errMsg}, sid, parent)
+			callRecs(s, &call, sid, parent)
 		default:
 			startT, endT, status := trace.TypeNodeStart, trace.TypeNodeEnd, ""
 			if kind == KindAgent {
@@ -414,8 +381,11 @@ type callSpan struct {
 	kind       Kind // KindModel or KindTool
 	name       string
 	start, end time.Time
-	in, out    trace.Value
 	errMsg     string
+
+	in, out, thinking trace.Value
+	usage             trace.Usage
+	finish            string
 }
 
 // callRecs adds the records of the call c in span id under parent. The
@@ -423,13 +393,12 @@ type callSpan struct {
 func callRecs(s *spanRecs, c *callSpan, id, parent trace.SpanID) {
 	tid, sp, name, in, out, errMsg := c.tid, c.sp, c.name, c.in, c.out, c.errMsg
 	start, end := c.start, c.end
-	attrs := sp.Attributes()
 	d := end.Sub(start)
 	if c.kind == KindModel {
 		events(s, tid, trace.SpanID(sp.SpanID()), sp)
 		r := trace.Record{TraceID: tid, SpanID: id, ParentID: parent, Time: end, Type: trace.TypeModelCall,
-			Name: name, Duration: d, Input: in, Output: out, Error: errMsg, Status: finishReason(attrs)}
-		r.Usage = usage(attrs)
+			Name: name, Duration: d, Input: in, Output: out, Thinking: c.thinking, Error: errMsg,
+			Status: c.finish, Usage: c.usage}
 		s.add(r, "end", 0)
 		return
 	}
@@ -490,11 +459,16 @@ func spanError(sp ptrace.Span) string {
 }
 
 // ioValues returns what went in and came out of a span, by convention.
-func ioValues(kind Kind, sp ptrace.Span) (in, out trace.Value) {
+// sysInstr says the span has gen_ai.system_instructions, which go in front
+// of gen_ai.input.messages as a system message.
+func ioValues(kind Kind, sp ptrace.Span, sysInstr bool) (in, out trace.Value) {
 	a := sp.Attributes()
 	switch kind {
 	case KindModel:
 		in = firstJSON(a, "gen_ai.input.messages")
+		if sysInstr {
+			in = withSystem(in, a)
+		}
 		if in == nil {
 			in = indexed(a, "gen_ai.prompt.")
 		}
@@ -523,6 +497,9 @@ func ioValues(kind Kind, sp ptrace.Span) (in, out trace.Value) {
 		out = firstJSON(a, "gen_ai.tool.call.result")
 	case KindAgent:
 		in = firstJSON(a, "gen_ai.input.messages")
+		if sysInstr {
+			in = withSystem(in, a)
+		}
 		out = firstJSON(a, "gen_ai.output.messages")
 	}
 	if in == nil {

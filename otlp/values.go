@@ -358,13 +358,40 @@ func norm(v trace.Value) trace.Value {
 	if len(v) == 0 || string(v) == "null" {
 		return nil
 	}
-	if bytes.ContainsAny(v, " \t\r\n") {
+	if spaceOutsideStrings(v) {
 		var b bytes.Buffer
 		if json.Compact(&b, v) == nil {
 			return b.Bytes()
 		}
 	}
 	return v
+}
+
+// spaceOutsideStrings reports whether the JSON text v has whitespace that
+// json.Compact would remove: outside its strings. Text values mostly hold
+// spaces only inside strings, and compacting them would copy them
+// unchanged.
+func spaceOutsideStrings(v []byte) bool {
+	in := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if in {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				in = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			in = true
+		case ' ', '\t', '\r', '\n':
+			return true
+		}
+	}
+	return false
 }
 
 // LimitValue returns v, or the recorder's truncation marker for it

@@ -1,0 +1,618 @@
+package otlp
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// spanInfo is what a span says, read in its dialect.
+type spanInfo struct {
+	name              string
+	in, out, thinking trace.Value
+	usage             trace.Usage // model calls
+	finish            string      // model calls: the finish reason
+	errMsg            string      // a failure the span's status does not carry
+}
+
+// read reads a span of the given kind: first in its own dialect, then, for
+// whatever that left empty, in the GenAI and OpenInference conventions.
+func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
+	a := sp.Attributes()
+	var v spanInfo
+	switch d {
+	case dialectVercel:
+		readVercel(&v, kind, a)
+	case dialectPydantic:
+		readPydantic(&v, kind, a)
+	case dialectGenkit:
+		readGenkit(&v, kind, a)
+	case dialectTraceloop:
+		readTraceloop(&v, kind, a)
+	case dialectADK:
+		readADK(&v, kind, a, sp.Name())
+	}
+	if v.in == nil || v.out == nil {
+		in, out := ioValues(kind, sp, m.sysInstr)
+		if v.in == nil {
+			v.in = in
+		}
+		if v.out == nil {
+			v.out = out
+		}
+	}
+	if v.name == "" {
+		switch kind {
+		case KindModel:
+			v.name = firstStr(a, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+		case KindTool:
+			v.name = firstStr(a, "gen_ai.tool.name", "tool.name")
+		case KindAgent:
+			v.name = firstStr(a, "gen_ai.agent.name", "agent.name")
+		}
+		if v.name == "" {
+			v.name = sp.Name()
+		}
+	}
+	if kind != KindModel {
+		return v
+	}
+	fillUsage(&v.usage, usage(a))
+	u := &v.usage
+	if u.OutputTokens == 0 && u.InputTokens > 0 {
+		// Only a total (OpenLLMetry's llm.usage.total_tokens, for one).
+		if t := firstInt(a, "llm.usage.total_tokens", "gen_ai.usage.total_tokens", "llm.token_count.total"); t > u.InputTokens {
+			u.OutputTokens = t - u.InputTokens
+		}
+	}
+	if d == dialectADK && u.Provider == scopeADK {
+		u.Provider = "" // ADK writes its own name in gen_ai.system, not the model's provider
+	}
+	if v.finish == "" {
+		v.finish = finishReason(a)
+	}
+	if v.thinking == nil {
+		v.thinking = partsThinking(v.out)
+	}
+	return v
+}
+
+// fillUsage sets the fields of dst that are zero from src.
+func fillUsage(dst *trace.Usage, src trace.Usage) {
+	if dst.Provider == "" {
+		dst.Provider = src.Provider
+	}
+	if dst.InputTokens == 0 {
+		dst.InputTokens = src.InputTokens
+	}
+	if dst.OutputTokens == 0 {
+		dst.OutputTokens = src.OutputTokens
+	}
+	if dst.CachedTokens == 0 {
+		dst.CachedTokens = src.CachedTokens
+	}
+	if dst.ReasoningTokens == 0 {
+		dst.ReasoningTokens = src.ReasoningTokens
+	}
+	if dst.CostUSD == 0 {
+		dst.CostUSD = src.CostUSD
+	}
+	if !dst.CostUnknown && dst.CostUSD == 0 {
+		dst.CostUnknown = src.CostUnknown
+	}
+}
+
+// --- shared shapes -----------------------------------------------------------
+
+// toolCall is a tool call a model asked for, as Loupe's agent runtime
+// records it in a model call's Output.
+type toolCall struct {
+	ID    string
+	Name  string
+	Input []byte // JSON
+}
+
+// nativeOutput returns a model's answer the way Loupe's own recorder
+// writes it: the text as a JSON string, or {"content":…,"tool_calls":
+// [{"id","name","input"}]} when the model asked for tools.
+func nativeOutput(text string, calls []toolCall) trace.Value {
+	if len(calls) == 0 {
+		if text == "" {
+			return nil
+		}
+		return trace.Text(text)
+	}
+	b := []byte{'{'}
+	if text != "" {
+		b = append(b, `"content":`...)
+		b = trace.AppendString(b, text)
+		b = append(b, ',')
+	}
+	b = append(b, `"tool_calls":[`...)
+	for i, c := range calls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = trace.AppendString(b, c.ID)
+		b = append(b, `,"name":`...)
+		b = trace.AppendString(b, c.Name)
+		b = append(b, `,"input":`...)
+		b = append(b, argsJSON(c.Input)...)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// argsJSON returns tool arguments as one JSON value: a JSON string that
+// holds JSON (arguments as the provider sent them) is unwrapped; nothing
+// is null.
+func argsJSON(raw []byte) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return []byte("null")
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			if t := bytes.TrimSpace([]byte(s)); len(t) > 0 && (t[0] == '{' || t[0] == '[') && trace.ValidJSON(t) {
+				return t
+			}
+		}
+	}
+	if !trace.ValidJSON(raw) {
+		return trace.Text(string(raw))
+	}
+	return raw
+}
+
+// rawText returns a JSON string's text, or other JSON as it is.
+func rawText(raw json.RawMessage) string {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	}
+	return string(raw)
+}
+
+// partsThinking returns the reasoning in GenAI output messages (parts of
+// type "reasoning", or "thinking" as Pydantic AI writes them) as text, or
+// nil.
+func partsThinking(out trace.Value) trace.Value {
+	if len(out) == 0 || out[0] != '[' || !bytes.Contains(out, []byte(`"reasoning"`)) && !bytes.Contains(out, []byte(`"thinking"`)) {
+		return nil
+	}
+	var msgs []struct {
+		Parts []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		} `json:"parts"`
+	}
+	if json.Unmarshal(out, &msgs) != nil {
+		return nil
+	}
+	var texts []string
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if (p.Type == "reasoning" || p.Type == "thinking") && len(p.Content) > 0 {
+				texts = append(texts, rawText(p.Content))
+			}
+		}
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	return trace.Text(strings.Join(texts, "\n"))
+}
+
+// withSystem puts gen_ai.system_instructions, which the GenAI conventions
+// keep apart from the chat history, in front of the input messages as a
+// system message.
+func withSystem(in trace.Value, a pcommon.Map) trace.Value {
+	si := norm(firstJSON(a, "gen_ai.system_instructions"))
+	if len(si) == 0 || len(in) > 0 && in[0] != '[' {
+		return in
+	}
+	b := []byte(`[{"role":"system","parts":`)
+	switch si[0] {
+	case '[':
+		b = append(b, si...)
+	case '"':
+		b = append(b, `[{"type":"text","content":`...)
+		b = append(b, si...)
+		b = append(b, "}]"...)
+	default:
+		b = append(b, '[')
+		b = append(b, si...)
+		b = append(b, ']')
+	}
+	b = append(b, '}')
+	rest := bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(in), []byte{'['}))
+	if len(rest) == 0 || rest[0] == ']' {
+		return append(b, ']')
+	}
+	b = append(b, ',')
+	return append(b, rest...)
+}
+
+// geminiUsage reads Gemini's token counts, whose output count leaves the
+// thinking tokens out (candidatesTokenCount); Loupe's includes them. A
+// total that already covers them says the output count did too.
+func geminiUsage(in, out, thoughts, cached, total int64) trace.Usage {
+	if thoughts > 0 && (total == 0 || total >= in+out+thoughts) {
+		out += thoughts
+	}
+	return trace.Usage{InputTokens: in, OutputTokens: out, CachedTokens: cached, ReasoningTokens: thoughts}
+}
+
+// nonEmpty returns the attribute as JSON unless it is missing or "{}",
+// which ADK writes where it recorded nothing.
+func nonEmpty(a pcommon.Map, k string) trace.Value {
+	v := firstJSON(a, k)
+	if s := strings.TrimSpace(string(v)); s == "{}" || s == "" {
+		return nil
+	}
+	return v
+}
+
+// --- Vercel AI SDK -------------------------------------------------------------
+
+// readVercel reads the AI SDK's ai.* attributes (content/docs/03-ai-sdk-
+// core/60-telemetry.mdx; packages/otel/src/legacy-open-telemetry.ts and,
+// before 5.0, packages/ai/core/generate-text/generate-text.ts).
+func readVercel(v *spanInfo, kind Kind, a pcommon.Map) {
+	switch kind {
+	case KindModel:
+		v.name = firstStr(a, "ai.response.model", "gen_ai.response.model", "ai.model.id")
+		v.in = firstJSON(a, "ai.prompt.messages", "ai.values")
+		v.out = vercelOutput(a)
+		if r := str(a, "ai.response.reasoning"); r != "" {
+			v.thinking = trace.Text(r)
+		}
+		v.finish = firstStr(a, "ai.response.finishReason", "ai.finishReason")
+		provider, _, _ := strings.Cut(str(a, "ai.model.provider"), ".") // "openai.chat" → "openai"
+		v.usage = trace.Usage{
+			Provider:        provider,
+			InputTokens:     firstInt(a, "ai.usage.inputTokens", "ai.usage.promptTokens", "ai.usage.tokens"),
+			OutputTokens:    firstInt(a, "ai.usage.outputTokens", "ai.usage.completionTokens"),
+			CachedTokens:    firstInt(a, "ai.usage.cachedInputTokens", "ai.usage.inputTokenDetails.cacheReadTokens"),
+			ReasoningTokens: firstInt(a, "ai.usage.reasoningTokens", "ai.usage.outputTokenDetails.reasoningTokens"),
+		}
+	case KindTool:
+		v.name = str(a, "ai.toolCall.name")
+		v.in = firstJSON(a, "ai.toolCall.args", "ai.toolCall.input")
+		v.out = firstJSON(a, "ai.toolCall.result", "ai.toolCall.output")
+	case KindAgent:
+		// The call an application made: its token totals (ai.usage.*) are
+		// the sum of its steps', which are the model calls.
+		v.name = firstStr(a, "ai.telemetry.functionId", "resource.name")
+		v.in = firstJSON(a, "ai.prompt")
+		v.out = vercelOutput(a)
+	}
+}
+
+// vercelOutput is the text and tool calls of a step or of the whole call.
+func vercelOutput(a pcommon.Map) trace.Value {
+	text := firstStr(a, "ai.response.text", "ai.result.text")
+	var calls []toolCall
+	if s := firstStr(a, "ai.response.toolCalls", "ai.result.toolCalls"); s != "" {
+		var tcs []struct {
+			ID    string          `json:"toolCallId"`
+			Name  string          `json:"toolName"`
+			Args  json.RawMessage `json:"args"`  // ≤ 4.x
+			Input json.RawMessage `json:"input"` // ≥ 5.0
+		}
+		if json.Unmarshal([]byte(s), &tcs) == nil {
+			for _, c := range tcs {
+				in := c.Input
+				if len(in) == 0 {
+					in = c.Args
+				}
+				calls = append(calls, toolCall{ID: c.ID, Name: c.Name, Input: in})
+			}
+		}
+	}
+	if out := nativeOutput(text, calls); out != nil {
+		return out
+	}
+	return firstJSON(a, "ai.response.object", "ai.result.object")
+}
+
+// --- Pydantic AI -----------------------------------------------------------------
+
+// readPydantic reads Pydantic AI's own attributes (pydantic_ai/
+// _instrumentation.py, capabilities/instrumentation.py, models/
+// instrumented.py; before 2026, agent/__init__.py and _tool_manager.py).
+func readPydantic(v *spanInfo, kind Kind, a pcommon.Map) {
+	switch kind {
+	case KindAgent:
+		// The run span carries the run's token totals (gen_ai.usage.*);
+		// the model calls are its chat spans, so they are not read here.
+		v.name = firstStr(a, "gen_ai.agent.name", "agent_name")
+		v.in = pydanticRunInput(a)
+		v.out = firstJSON(a, "final_result")
+	case KindTool:
+		v.in = firstJSON(a, "tool_arguments") // instrumentation version ≤ 2
+		v.out = firstJSON(a, "tool_response") // also the retry prompt of a failed call
+	case KindModel:
+		// gen_ai.usage.details.* are the provider's own token details;
+		// operation.cost is the price Pydantic AI worked out (genai-prices).
+		v.usage.ReasoningTokens = firstInt(a, "gen_ai.usage.details.reasoning_tokens", "gen_ai.usage.details.thoughts_tokens")
+		v.usage.CostUSD = firstFloat(a, "operation.cost")
+	}
+}
+
+// pydanticRunInput returns what the run was asked: the messages of
+// pydantic_ai.all_messages (or all_messages_events) from
+// pydantic_ai.new_message_index up to the first answer.
+func pydanticRunInput(a pcommon.Map) trace.Value {
+	all := strings.TrimSpace(firstStr(a, "pydantic_ai.all_messages", "all_messages_events"))
+	if all == "" || all[0] != '[' {
+		return nil
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal([]byte(all), &msgs) != nil {
+		return nil
+	}
+	from := int(firstInt(a, "pydantic_ai.new_message_index"))
+	if from >= len(msgs) {
+		from = 0
+	}
+	to := from
+	for ; to < len(msgs); to++ {
+		var m struct {
+			Role  string `json:"role"`
+			Event string `json:"event.name"`
+		}
+		if json.Unmarshal(msgs[to], &m) != nil || m.Role == "assistant" || m.Event == "gen_ai.choice" {
+			break
+		}
+	}
+	if to == from {
+		return nil
+	}
+	b := []byte{'['}
+	for i, m := range msgs[from:to] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	return append(b, ']')
+}
+
+// --- Genkit ------------------------------------------------------------------------
+
+// readGenkit reads genkit:* attributes (js/core/src/tracing/
+// instrumentation.ts, go/core/tracing/tracing.go): genkit:name, and
+// genkit:input / genkit:output as JSON; a model's output is a
+// GenerateResponseData with its usage (js/ai/src/model-types.ts).
+func readGenkit(v *spanInfo, kind Kind, a pcommon.Map) {
+	v.name = str(a, "genkit:name")
+	v.in = firstJSON(a, "genkit:input")
+	if str(a, "genkit:state") == "error" {
+		v.errMsg = "genkit:state is error"
+	}
+	if kind == KindModel {
+		genkitResponse(v, str(a, "genkit:output"))
+		if p, _, ok := strings.Cut(v.name, "/"); ok {
+			v.usage.Provider = p // "googleai/gemini-2.5-flash"
+		}
+	}
+	if v.out == nil {
+		v.out = firstJSON(a, "genkit:output")
+	}
+}
+
+type genkitMessage struct {
+	Content []struct {
+		Text        *string `json:"text"`
+		Reasoning   *string `json:"reasoning"`
+		ToolRequest *struct {
+			Ref   string          `json:"ref"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		} `json:"toolRequest"`
+	} `json:"content"`
+}
+
+type genkitUsage struct {
+	InputTokens         float64 `json:"inputTokens"`
+	OutputTokens        float64 `json:"outputTokens"`
+	TotalTokens         float64 `json:"totalTokens"`
+	ThoughtsTokens      float64 `json:"thoughtsTokens"`
+	CachedContentTokens float64 `json:"cachedContentTokens"`
+}
+
+// genkitResponse reads a model action's GenerateResponseData (JSON text):
+// message (or the older candidates[0].message), finishReason and usage.
+func genkitResponse(v *spanInfo, out string) {
+	if out = strings.TrimSpace(out); out == "" || out[0] != '{' {
+		return
+	}
+	var r struct {
+		Message      *genkitMessage `json:"message"`
+		FinishReason string         `json:"finishReason"`
+		Usage        *genkitUsage   `json:"usage"`
+		Candidates   []struct {
+			Message      *genkitMessage `json:"message"`
+			FinishReason string         `json:"finishReason"`
+			Usage        *genkitUsage   `json:"usage"`
+		} `json:"candidates"`
+	}
+	if json.Unmarshal([]byte(out), &r) != nil {
+		return
+	}
+	if len(r.Candidates) > 0 {
+		c := r.Candidates[0]
+		r.Message = firstNonNil(r.Message, c.Message)
+		r.Usage = firstNonNil(r.Usage, c.Usage)
+		if r.FinishReason == "" {
+			r.FinishReason = c.FinishReason
+		}
+	}
+	v.finish = r.FinishReason
+	if u := r.Usage; u != nil {
+		v.usage = geminiUsage(int64(u.InputTokens), int64(u.OutputTokens), int64(u.ThoughtsTokens), int64(u.CachedContentTokens), int64(u.TotalTokens))
+	}
+	if r.Message == nil {
+		return
+	}
+	var text, thinking strings.Builder
+	var calls []toolCall
+	for _, p := range r.Message.Content {
+		switch {
+		case p.Text != nil:
+			text.WriteString(*p.Text)
+		case p.Reasoning != nil:
+			if thinking.Len() > 0 {
+				thinking.WriteByte('\n')
+			}
+			thinking.WriteString(*p.Reasoning)
+		case p.ToolRequest != nil:
+			calls = append(calls, toolCall{ID: p.ToolRequest.Ref, Name: p.ToolRequest.Name, Input: p.ToolRequest.Input})
+		}
+	}
+	v.out = nativeOutput(text.String(), calls)
+	if thinking.Len() > 0 {
+		v.thinking = trace.Text(thinking.String())
+	}
+}
+
+func firstNonNil[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// --- Traceloop OpenLLMetry -------------------------------------------------------
+
+// readTraceloop reads the traceloop.entity.* attributes its decorators
+// write on workflow, task, agent and tool spans (traceloop-sdk/traceloop/
+// sdk/decorators/base.py). Its model spans are read as GenAI spans (the
+// older gen_ai.prompt.N.* / gen_ai.completion.N.* attributes, or the
+// current ones).
+func readTraceloop(v *spanInfo, kind Kind, a pcommon.Map) {
+	if kind == KindModel {
+		return
+	}
+	v.name = str(a, "traceloop.entity.name")
+	v.in = traceloopInput(firstJSON(a, "traceloop.entity.input"))
+	v.out = firstJSON(a, "traceloop.entity.output")
+}
+
+// traceloopInput simplifies a decorated function's {"args":[],"kwargs":{…}}
+// to its keyword arguments when it had no positional ones.
+func traceloopInput(in trace.Value) trace.Value {
+	if len(in) == 0 || in[0] != '{' || !bytes.Contains(in, []byte(`"kwargs"`)) {
+		return in
+	}
+	var call map[string]json.RawMessage
+	if json.Unmarshal(in, &call) != nil || len(call) != 2 {
+		return in
+	}
+	args, kwargs := bytes.TrimSpace(call["args"]), bytes.TrimSpace(call["kwargs"])
+	if string(args) != "[]" || len(kwargs) == 0 {
+		return in
+	}
+	return trace.Value(kwargs)
+}
+
+// --- Google ADK -----------------------------------------------------------------
+
+// readADK reads the gcp.vertex.agent.* attributes of Google ADK's spans
+// (src/google/adk/telemetry.py, later telemetry/tracing.py): the request
+// and response of a call_llm span as JSON (LlmRequest, LlmResponse), and a
+// tool's arguments and response.
+func readADK(v *spanInfo, kind Kind, a pcommon.Map, spanName string) {
+	switch kind {
+	case KindModel:
+		v.in = nonEmpty(a, "gcp.vertex.agent.llm_request")
+		if s := strings.TrimSpace(str(a, "gcp.vertex.agent.llm_response")); s != "" && s != "{}" {
+			adkResponse(v, s)
+		}
+	case KindTool:
+		v.in = nonEmpty(a, "gcp.vertex.agent.tool_call_args")
+		v.out = nonEmpty(a, "gcp.vertex.agent.tool_response")
+	case KindAgent:
+		if n, ok := strings.CutPrefix(spanName, "agent_run ["); ok {
+			v.name = strings.TrimSuffix(n, "]")
+		}
+	}
+}
+
+// adkResponse reads an LlmResponse (JSON text): content.parts (text,
+// thought text, function_call), usage_metadata, finish_reason and
+// error_code / error_message. Output is the response as it is when it has
+// no content to read.
+func adkResponse(v *spanInfo, s string) {
+	var r struct {
+		Content *struct {
+			Parts []struct {
+				Text         *string `json:"text"`
+				Thought      bool    `json:"thought"`
+				FunctionCall *struct {
+					ID   string          `json:"id"`
+					Name string          `json:"name"`
+					Args json.RawMessage `json:"args"`
+				} `json:"function_call"`
+			} `json:"parts"`
+		} `json:"content"`
+		Usage *struct {
+			Prompt     float64 `json:"prompt_token_count"`
+			Candidates float64 `json:"candidates_token_count"`
+			Thoughts   float64 `json:"thoughts_token_count"`
+			Cached     float64 `json:"cached_content_token_count"`
+			Total      float64 `json:"total_token_count"`
+		} `json:"usage_metadata"`
+		FinishReason string `json:"finish_reason"`
+		ErrorCode    string `json:"error_code"`
+		ErrorMessage string `json:"error_message"`
+	}
+	if s[0] != '{' || json.Unmarshal([]byte(s), &r) != nil {
+		v.out = trace.Raw([]byte(s))
+		return
+	}
+	v.finish = strings.ToLower(r.FinishReason)
+	if u := r.Usage; u != nil {
+		v.usage = geminiUsage(int64(u.Prompt), int64(u.Candidates), int64(u.Thoughts), int64(u.Cached), int64(u.Total))
+	}
+	if r.ErrorCode != "" || r.ErrorMessage != "" {
+		v.errMsg = strings.TrimPrefix(r.ErrorCode+": "+r.ErrorMessage, ": ")
+		v.errMsg = strings.TrimSuffix(v.errMsg, ": ")
+	}
+	if r.Content == nil {
+		v.out = trace.Raw([]byte(s))
+		return
+	}
+	var text, thinking strings.Builder
+	var calls []toolCall
+	for _, p := range r.Content.Parts {
+		switch {
+		case p.FunctionCall != nil:
+			calls = append(calls, toolCall{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Input: p.FunctionCall.Args})
+		case p.Text != nil && p.Thought:
+			if thinking.Len() > 0 {
+				thinking.WriteByte('\n')
+			}
+			thinking.WriteString(*p.Text)
+		case p.Text != nil:
+			text.WriteString(*p.Text)
+		}
+	}
+	v.out = nativeOutput(text.String(), calls)
+	if v.out == nil {
+		v.out = trace.Raw([]byte(s))
+	}
+	if thinking.Len() > 0 {
+		v.thinking = trace.Text(thinking.String())
+	}
+}
