@@ -1,7 +1,7 @@
 // Package interop holds the code that measures or tests Loupe against
 // third-party SDKs: the benchmark that compares Loupe's recorder with the
-// OpenTelemetry Go SDK, and the test in which the OpenTelemetry Go SDK's
-// OTLP/HTTP exporter sends spans to Loupe's collector.
+// OpenTelemetry Go SDK, and the tests in which the OpenTelemetry Go SDK's
+// OTLP/HTTP and OTLP/gRPC exporters send spans to Loupe's collector.
 //
 // It is a module of its own (github.com/loupe-dev/loupe/interop), so that
 // those SDKs are requirements of this module only and never of

@@ -24,6 +24,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		addr          string
+		grpcAddr      string
 		requireKeys   bool
 		noRedact      bool
 		redactWithout []string
@@ -38,29 +39,40 @@ func newServeCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the collector: ingest (Loupe records, OTLP/HTTP), the JSON API and live streams",
+		Short: "Run the collector: ingest (Loupe records, OTLP/HTTP and OTLP/gRPC), the JSON API and live streams",
 		Long: `Run the collector on one port: POST /v1/records (Loupe records), POST
 /v1/traces (OTLP/HTTP, protobuf or JSON: point any OpenTelemetry SDK at
 http://127.0.0.1:4318), the JSON API under /api/v1 (its OpenAPI document at
 /api/v1/openapi.json), live streams, Loupe's MCP server at /mcp (streamable
 HTTP; see loupe mcp; --mcp-config sets what it runs) and the web UI at /
-(--no-ui to leave it out). It stores into the same store as the
-other commands (--db / LOUPE_DB). It listens on loopback by default; any other
-address requires API keys (loupe keys create). SIGINT or SIGTERM stops it
+(--no-ui to leave it out). OTLP/gRPC trace export is served on a second
+port, --grpc-addr (127.0.0.1:4317 by default when --addr is on loopback;
+"" turns it off), with API keys sent as the metadata authorization: Bearer
+<key>. It stores into the same store as the other commands (--db /
+LOUPE_DB). It listens on loopback by default; any other address (either
+one) requires API keys (loupe keys create). SIGINT or SIGTERM stops it
 after the requests in flight are committed and answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return withStore(cmd, func(_ context.Context, st store.Store) error {
-				requireKeys := requireKeys || !server.IsLoopback(addr)
+				grpcDefault := !cmd.Flags().Changed("grpc-addr")
+				if grpcDefault {
+					grpcAddr = defaultGRPCAddr(addr)
+				}
+				public := addr // the address that needs keys, in errors
+				if server.IsLoopback(addr) && grpcAddr != "" && !server.IsLoopback(grpcAddr) {
+					public = grpcAddr
+				}
+				requireKeys := requireKeys || !server.IsLoopback(addr) || grpcAddr != "" && !server.IsLoopback(grpcAddr)
 				if requireKeys {
 					keys, err := server.Keys(ctx, st)
 					if err != nil {
-						return fmt.Errorf("listening on %s needs API keys: %w", addr, err)
+						return fmt.Errorf("listening on %s needs API keys: %w", public, err)
 					}
 					if len(keys) == 0 {
-						return fmt.Errorf("serving on %s requires API keys (off loopback, or --require-keys), and the store has none: create one with loupe keys create --scope ingest (and --scope read)", addr)
+						return fmt.Errorf("serving on %s requires API keys (off loopback, or --require-keys), and the store has none: create one with loupe keys create --scope ingest (and --scope read)", public)
 					}
 				}
 				prices, err := loadPrices(pricesFile) // the built-in table, under --prices or LOUPE_PRICES
@@ -96,22 +108,42 @@ after the requests in flight are committed and answered.`,
 				if err != nil {
 					return err
 				}
-				return server.Serve(ctx, addr, srv, func(a net.Addr) {
-					auth := "no API keys (loopback)"
-					if requireKeys {
-						auth = "API keys required"
-					}
-					fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: listening on http://%s, %s, store %s\n", a, auth, store.Redact(dbDSN(cmd)))
-					if open && !noUI {
-						if err := openBrowser(uiURL(a)); err != nil {
-							fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: --open: %v; open %s yourself\n", err, uiURL(a))
+				var grpcLn net.Listener
+				if grpcAddr != "" {
+					// Listen before the HTTP server starts, so that a taken
+					// port is reported first. The default port, when taken
+					// (another collector), only costs the gRPC endpoint.
+					if grpcLn, err = net.Listen("tcp", grpcAddr); err != nil {
+						if !grpcDefault {
+							return fmt.Errorf("--grpc-addr: %w", err)
 						}
+						fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: no OTLP/gRPC: %v (set --grpc-addr to another address, or \"\" to turn it off)\n", err)
 					}
-				})
+				}
+				if grpcLn == nil {
+					return server.Serve(ctx, addr, srv, httpReady(cmd, requireKeys, open && !noUI))
+				}
+				// Both until ctx ends; either failing stops the other.
+				ctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				grpcErr := make(chan error, 1)
+				go func() {
+					grpcErr <- server.ServeGRPCListener(ctx, grpcLn, srv, func(a net.Addr) {
+						fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: OTLP/gRPC on %s\n", a)
+					})
+					cancel()
+				}()
+				err = server.Serve(ctx, addr, srv, httpReady(cmd, requireKeys, open && !noUI))
+				cancel()
+				if gerr := <-grpcErr; err == nil && gerr != nil {
+					err = fmt.Errorf("OTLP/gRPC: %w", gerr)
+				}
+				return err
 			})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
+	cmd.Flags().StringVar(&grpcAddr, "grpc-addr", "127.0.0.1:4317", "address to serve OTLP/gRPC trace export on; the default applies only when --addr is on loopback (then on its host), \"\" turns it off, and a non-loopback address requires API keys")
 	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web UI at /")
 	pricesFlag(cmd, &pricesFile)
 	cmd.Flags().BoolVar(&open, "open", false, "open the web UI in a browser once listening")
@@ -124,6 +156,38 @@ after the requests in flight are committed and answered.`,
 	cmd.Flags().StringSliceVar(&redactKeys, "redact-keys", nil, "also redact the values of JSON fields with these names (e.g. ssn,customer_email)")
 	mcpf.add(cmd, "mcp-")
 	return cmd
+}
+
+// defaultGRPCAddr is --grpc-addr when it is not given: OTLP/gRPC's port
+// 4317 on the host of addr (--addr) when that is loopback, none otherwise
+// (serving gRPC off loopback is asked for, not implied). With --addr on
+// port 0 (any free port, as tests use) it is port 0 too.
+func defaultGRPCAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || !server.IsLoopback(addr) {
+		return ""
+	}
+	if port != "0" {
+		port = "4317"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// httpReady is what loupe serve says once its HTTP port listens, and
+// --open.
+func httpReady(cmd *cobra.Command, requireKeys, open bool) func(net.Addr) {
+	return func(a net.Addr) {
+		auth := "no API keys (loopback)"
+		if requireKeys {
+			auth = "API keys required"
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: listening on http://%s, %s, store %s\n", a, auth, store.Redact(dbDSN(cmd)))
+		if open {
+			if err := openBrowser(uiURL(a)); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "loupe serve: --open: %v; open %s yourself\n", err, uiURL(a))
+			}
+		}
+	}
 }
 
 // uiURL is the address of the web UI on a listener: an unspecified host

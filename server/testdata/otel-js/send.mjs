@@ -1,19 +1,30 @@
 // Sends one trace of GenAI-convention and OpenInference spans to a Loupe
 // collector with the OpenTelemetry JS SDK, then prints {"trace_id", "spans":
-// {name: span id}} as JSON. Usage: node send.mjs URL proto|json [API_KEY]
+// {name: span id}} as JSON. Usage: node send.mjs URL proto|json|grpc [API_KEY]
+// (grpc: URL is the OTLP/gRPC address, http://127.0.0.1:4317, and the key
+// goes in the metadata as OTEL_EXPORTER_OTLP_TRACES_HEADERS would set it).
 import { trace, context, SpanStatusCode, SpanKind } from '@opentelemetry/api';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { OTLPTraceExporter as JSONExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as GRPCExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 
 const [url, mode, key] = process.argv.slice(2);
-const Exporter = mode === 'json' ? JSONExporter : ProtoExporter;
-const exporter = new Exporter({
-  url: url + '/v1/traces',
-  headers: key ? { Authorization: 'Bearer ' + key } : {},
-  compression: mode === 'json' ? 'none' : 'gzip',
-});
+let exporter;
+if (mode === 'grpc') {
+  if (key) {
+    process.env.OTEL_EXPORTER_OTLP_TRACES_HEADERS = 'authorization=' + encodeURIComponent('Bearer ' + key);
+  }
+  exporter = new GRPCExporter({ url, compression: 'gzip' });
+} else {
+  const Exporter = mode === 'json' ? JSONExporter : ProtoExporter;
+  exporter = new Exporter({
+    url: url + '/v1/traces',
+    headers: key ? { Authorization: 'Bearer ' + key } : {},
+    compression: mode === 'json' ? 'none' : 'gzip',
+  });
+}
 const provider = new BasicTracerProvider({
   resource: resourceFromAttributes({ 'service.name': 'js-agent-' + mode }),
   spanProcessors: [new SimpleSpanProcessor(exporter)],
