@@ -151,58 +151,84 @@ func keyID(token string) (string, bool) {
 	return id, true
 }
 
+// authError is why a request's credentials (a key, a session) are refused:
+// the client's to fix, answered 401. Other errors are the store's.
+type authError string
+
+func (e authError) Error() string { return string(e) }
+
 // authenticate returns the stored key that token is.
 func authenticate(ctx context.Context, set store.Settings, token string) (Key, error) {
 	id, ok := keyID(token)
 	if !ok {
-		return Key{}, errors.New("malformed API key (want lk_<id>_<secret>, as loupe keys create prints it)")
+		return Key{}, authError("malformed API key (want lk_<id>_<secret>, as loupe keys create prints it)")
 	}
-	m, err := set.Settings(ctx, keyPrefix+id)
+	k, err := storedKey(ctx, set, id)
 	if err != nil {
 		return Key{}, err
 	}
-	v, ok := m[keyPrefix+id]
-	if !ok {
-		return Key{}, errors.New("unknown or revoked API key")
-	}
-	var k Key
-	if err := json.Unmarshal([]byte(v), &k); err != nil {
-		return Key{}, fmt.Errorf("stored key %s is not readable: %v", id, err)
+	if k == nil {
+		return Key{}, authError("unknown or revoked API key")
 	}
 	sum := sha256.Sum256([]byte(token))
 	want, err := hex.DecodeString(k.SHA256)
 	if err != nil || subtle.ConstantTimeCompare(sum[:], want) != 1 {
-		return Key{}, errors.New("unknown or revoked API key")
+		return Key{}, authError("unknown or revoked API key")
 	}
-	return k, nil
+	return *k, nil
 }
 
-// authorize checks the request's API key against need; it answers 401 or
-// 403 itself and reports whether the request may go on.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need scope) bool {
+// authorize checks the request's credentials against need: an API key
+// (Authorization: Bearer …) or, on /api/ paths only and when no
+// Authorization header is sent, the web UI's session cookie (see
+// sessions). It answers 401 or 403 itself and reports whether the request
+// may go on, and as whom.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need scope) (identity, bool) {
 	h := r.Header.Get("Authorization")
+	if h == "" && strings.HasPrefix(r.URL.Path, "/api/") {
+		if c, err := r.Cookie(SessionCookie); err == nil {
+			k, exp, err := s.sessions.lookup(r.Context(), s.keys, c.Value, s.now())
+			if err != nil {
+				var ae authError
+				if errors.As(err, &ae) {
+					clearSessionCookie(w, r)
+					writeError(w, http.StatusUnauthorized, err.Error())
+				} else {
+					s.storeError(w, r, err)
+				}
+				return identity{}, false
+			}
+			id := identity{key: k, session: true, expires: exp}
+			return id, s.allowed(w, r, k, need)
+		}
+	}
 	token, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || strings.TrimSpace(token) == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="loupe"`)
-		writeError(w, http.StatusUnauthorized, "this server requires an API key: send Authorization: Bearer <key> (create one with loupe keys create)")
-		return false
+		writeError(w, http.StatusUnauthorized, "this server requires an API key: send Authorization: Bearer <key> (create one with loupe keys create), or sign in to the web UI")
+		return identity{}, false
 	}
 	k, err := authenticate(r.Context(), s.keys, strings.TrimSpace(token))
 	if err != nil {
-		if strings.Contains(err.Error(), "API key") {
+		var ae authError
+		if errors.As(err, &ae) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="loupe", error="invalid_token"`)
 			writeError(w, http.StatusUnauthorized, err.Error())
 		} else {
 			s.storeError(w, r, err)
 		}
-		return false
+		return identity{}, false
 	}
-	allowed := k.Scope == ScopeAdmin ||
+	return identity{key: k}, s.allowed(w, r, k, need)
+}
+
+// allowed answers 403 unless k's scope allows need.
+func (s *Server) allowed(w http.ResponseWriter, r *http.Request, k Key, need scope) bool {
+	ok := k.Scope == ScopeAdmin ||
 		need == scopeIngest && k.Scope == ScopeIngest ||
 		need == scopeRead && k.Scope == ScopeRead
-	if !allowed {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("API key %s has scope %s, which does not allow %s %s", k.ID, k.Scope, r.Method, r.URL.Path))
-		return false
+	if !ok {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("API key %s has scope %s, which does not allow %s %s", k.ID, k.Scope, r.Method, clip(r.URL.Path, 100)))
 	}
-	return true
+	return ok
 }

@@ -79,6 +79,9 @@ func TestOpenAPI(t *testing.T) {
 		{"get /api/v1/evaluations/{id}", "GET", "/api/v1/evaluations/abcd", "", ""},
 		{"get /api/v1/openapi.json", "GET", "/api/v1/openapi.json", "", ""},
 		{"get /healthz", "GET", "/healthz", "", ""},
+		{"get /api/v1/session", "GET", "/api/v1/session", "", ""},
+		{"post /api/v1/session", "POST", "/api/v1/session", "application/json", `{"key":"lk_0000000000000000_x"}`},
+		{"delete /api/v1/session", "DELETE", "/api/v1/session", "", ""},
 		{"delete /api/v1/traces/{id}", "DELETE", "/api/v1/traces/" + id, "", ""},
 		{"delete /api/v1/traces/{id}", "DELETE", "/api/v1/traces/" + id, "", ""},
 	} {

@@ -22,7 +22,10 @@
 // With Options.RequireKeys, every request but /healthz needs an API key
 // (Authorization: Bearer …; see CreateKey) whose scope allows it: ingest
 // keys may only ingest, read keys may only read, admin keys may do both
-// and delete.
+// and delete. The web UI signs in instead: POST /api/v1/session exchanges
+// a read or admin key for a session cookie, which /api/v1 (the streams
+// included) accepts with the key's scope until it expires (SessionTTL),
+// its key is revoked, or DELETE /api/v1/session signs out.
 package server
 
 import (
@@ -160,6 +163,8 @@ type Server struct {
 	light, heavy slots
 	group        *grouper // nil when the store cannot append groups
 	ret          retention
+	sessions     *sessions        // the web UI's sign-ins (session.go)
+	now          func() time.Time // the clock of sessions; tests set it
 }
 
 // New returns a Server for o.
@@ -198,6 +203,7 @@ func New(o Options) (*Server, error) {
 		o: o, mux: http.NewServeMux(), hub: newHub(o.StreamBuffer), log: o.Logger,
 		cop: http.NewCrossOriginProtection(), budget: newByteBudget(o.MaxResponseBytes),
 		light: make(slots, o.MaxExpensive), heavy: make(slots, o.MaxExpensive),
+		sessions: newSessions(), now: time.Now,
 	}
 	for _, origin := range o.TrustedOrigins {
 		if err := s.cop.AddTrustedOrigin(origin); err != nil {
@@ -326,6 +332,9 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/stream", scopeRead, cheap, s.streamAll},
 		{"GET /api/v1/traces/{id}/stream", scopeRead, cheap, s.streamTrace},
 		{"GET /api/v1/openapi.json", scopeNone, cheap, s.openAPI},
+		{"GET /api/v1/session", scopeRead, cheap, s.getSession},
+		{"POST /api/v1/session", scopeNone, cheap, s.postSession},
+		{"DELETE /api/v1/session", scopeNone, cheap, s.deleteSession},
 	}
 }
 
@@ -343,9 +352,11 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 		}()
 		if s.o.RequireKeys && rt.need != scopeNone {
-			if !s.authorize(w, r, rt.need) {
+			id, ok := s.authorize(w, r, rt.need)
+			if !ok {
 				return
 			}
+			r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
 		}
 		if rt.cost != cheap {
 			sl := s.light

@@ -3,13 +3,22 @@
 //   #/run/<id>?span=<sid>   one run, a span selected (or ?seq=<n>)
 //   #/dashboard?since=24h   aggregates
 //   #/evaluations           evaluation runs; #/evaluation/<id> one of them
+// On a collector that requires API keys, the sign-in form stands in for
+// every page until a key is given (session.js); the route is kept, so a
+// deep link opens after signing in.
 import { showError } from './dom.js';
+import { whoAmI, whoLabel, signInForm, signOut } from './session.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { dashboardPage } from './dashboard.js';
 import { evaluationsPage, evaluationPage } from './evaluations.js';
 
 let current = null; // the page's cleanup function (closes streams)
+let signedIn = false;
+
+function leave() {
+  if (current) { try { current(); } catch { /* ignore */ } current = null; }
+}
 
 function parseHash() {
   const h = location.hash.replace(/^#/, '') || '/';
@@ -18,7 +27,8 @@ function parseHash() {
 }
 
 function route() {
-  if (current) { try { current(); } catch { /* ignore */ } current = null; }
+  if (!signedIn) return; // the sign-in form stays until a key is given
+  leave();
   showError(null);
   const main = document.getElementById('app');
   main.replaceChildren();
@@ -52,4 +62,56 @@ document.getElementById('theme').addEventListener('click', () => {
   localStorage.setItem('loupe-theme', d ? 'dark' : 'light');
 });
 
-route();
+// showWho puts who is signed in, and the sign-out button, in the header.
+function showWho(w) {
+  const label = whoLabel(w);
+  const who = document.getElementById('who');
+  who.textContent = label;
+  who.hidden = !label;
+  document.getElementById('signout').hidden = !label;
+  document.body.dataset.auth = label ? (w.scope || 'in') : 'open';
+}
+
+function onSignedIn(w) {
+  signedIn = true;
+  showWho(w);
+  route();
+}
+
+// showSignIn replaces the page with the sign-in form; message says why
+// (a session that ended).
+function showSignIn(message) {
+  signedIn = false;
+  leave();
+  showError(null);
+  showWho(null);
+  document.body.dataset.auth = 'out';
+  document.body.dataset.page = 'signin';
+  document.getElementById('app').replaceChildren(signInForm(onSignedIn, message));
+}
+
+async function start() {
+  try {
+    const w = await whoAmI();
+    if (w) onSignedIn(w); else showSignIn();
+  } catch (e) { showError(e); }
+}
+
+// Any API call answered 401: the session ended (expired, signed out in
+// another tab, its key revoked).
+window.addEventListener('loupe:unauthorized', e => {
+  if (!signedIn) return;
+  const why = String(e.detail || '');
+  showSignIn(why.includes('session') ? why : 'The session has ended: sign in again.');
+});
+// A live stream refused for good: still signed in?
+window.addEventListener('loupe:stream-closed', async () => {
+  if (!signedIn) return;
+  try { if (!await whoAmI()) showSignIn('The session has ended: sign in again.'); } catch { /* the server is away; EventSource said so */ }
+});
+document.getElementById('signout').addEventListener('click', async () => {
+  try { await signOut(); } catch (e) { showError(e); return; }
+  showSignIn();
+});
+
+start();

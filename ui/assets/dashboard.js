@@ -26,6 +26,7 @@ export function dashboardPage(main, params) {
   (async () => {
     const mins = RANGES[range], step = mins / BUCKETS;
     const all = api('/api/v1/aggregates?since=' + mins + 'm', ctl.signal);
+    all.catch(() => {}); // awaited below, after the buckets: if they fail first, this must not be an unhandled rejection
     const buckets = await Promise.all([...Array(BUCKETS).keys()].map(i => {
       const since = Math.round(mins - i * step), until = Math.round(mins - (i + 1) * step);
       return api(`/api/v1/aggregates?since=${since}m` + (until > 0 ? `&until=${until}m` : ''), ctl.signal);

@@ -71,14 +71,28 @@ export function parseTime(s) {
   return base + frac;
 }
 
-/** api fetches a JSON API path and throws an Error with the server's
- *  message on failure. */
-export async function api(path, signal) {
-  const r = await fetch(path, { signal, headers: { Accept: 'application/json' } });
+/** api fetches a JSON API path (GET, or method) and throws an Error with
+ *  the server's message on failure. A 401 (no session, or it ended) also
+ *  tells the application to show the sign-in form (event
+ *  "loupe:unauthorized"). */
+export async function api(path, signal, method) {
+  const r = await fetch(path, { signal, method: method || 'GET', headers: { Accept: 'application/json' } });
   let body;
   try { body = await r.json(); } catch { body = null; }
-  if (!r.ok) throw new Error((body && body.error) || `${path}: HTTP ${r.status}`);
+  const msg = (body && body.error) || `${path}: HTTP ${r.status}`;
+  if (r.status === 401) window.dispatchEvent(new CustomEvent('loupe:unauthorized', { detail: msg }));
+  if (!r.ok) throw new Error(msg);
   return body;
+}
+
+/** watchStream reports a live stream the server refused for good (a
+ *  session that ended answers 401, and EventSource gives up): the
+ *  application then asks whether it is still signed in. */
+export function watchStream(es) {
+  es.addEventListener('error', () => {
+    if (es.readyState === EventSource.CLOSED) window.dispatchEvent(new CustomEvent('loupe:stream-closed'));
+  });
+  return es;
 }
 
 export function showError(err) {

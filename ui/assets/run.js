@@ -2,7 +2,8 @@
 // virtually (only the rows in view are in the DOM, so 100k spans work),
 // a details panel for the selected span, the memory pool, stats and
 // evaluations, and live updates for a running trace.
-import { el, api, showError, clip, fmtDur, fmtCost, fmtInt, fmtTime, parseTime } from './dom.js';
+import { el, api, showError, watchStream, clip, fmtDur, fmtCost, fmtInt, fmtTime, parseTime } from './dom.js';
+import { canDelete } from './session.js';
 import { jsonView } from './json.js';
 import { statusBadge } from './runs.js';
 
@@ -107,7 +108,8 @@ async function load(main, id, params, signal, setStream) {
     el('span', { className: 'muted' }, `${fmtInt(s.records)} records · ${fmtInt(s.iterations)} iterations · ${fmtInt(s.tool_calls)} tool calls · ${fmtInt(s.input_tokens + s.output_tokens)} tokens · ${fmtCost(s.cost_usd, s.unpriced_calls)}`),
     s.errors ? el('span', { className: 'badge bad' }, `${s.errors} errors`) : '',
     s.incomplete ? el('span', { className: 'badge warn' }, s.lost_records ? `incomplete: ${s.lost_records} records lost` : 'incomplete') : '',
-    el('code', { className: 'muted' }, s.trace_id)));
+    el('code', { className: 'muted' }, s.trace_id),
+    canDelete() ? deleteButton(s.trace_id, signal) : ''));
 
   const panes = {
     tree: el('div', { className: 'split', id: 'pane-tree' }),
@@ -133,7 +135,7 @@ async function load(main, id, params, signal, setStream) {
   main.dataset.drawMs = String(Math.round(performance.now() - t0));
 
   if (s.status === 'running') {
-    const es = new EventSource(`/api/v1/traces/${encodeURIComponent(s.trace_id)}/stream`);
+    const es = watchStream(new EventSource(`/api/v1/traces/${encodeURIComponent(s.trace_id)}/stream`));
     setStream(es);
     let queued = false;
     es.addEventListener('record', ev => {
@@ -156,6 +158,21 @@ async function load(main, id, params, signal, setStream) {
       }
     });
   }
+}
+
+/** deleteButton deletes the run after a second click (no dialog: the
+ *  button asks), then goes back to the runs. Shown to admin keys only. */
+function deleteButton(id, signal) {
+  const b = el('button', { type: 'button', id: 'delete-run', className: 'danger' }, 'Delete');
+  b.addEventListener('click', async () => {
+    if (b.dataset.armed !== 'true') { b.dataset.armed = 'true'; b.textContent = 'Delete this run?'; return; }
+    b.disabled = true;
+    try {
+      await api('/api/v1/traces/' + encodeURIComponent(id), signal, 'DELETE');
+      location.hash = '#/';
+    } catch (e) { if (!signal.aborted) showError(e); b.disabled = false; }
+  });
+  return b;
 }
 
 /** TreeView draws a Model's rows virtually: a spacer as tall as every

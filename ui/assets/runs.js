@@ -1,7 +1,7 @@
 // The runs page: the table of traces with filters, the search language of
 // `loupe traces search` (/api/v1/search), cursor pagination and new runs
 // arriving live from /api/v1/stream.
-import { el, api, showError, clip, fmtDur, fmtCost, fmtInt, fmtTime } from './dom.js';
+import { el, api, showError, watchStream, clip, fmtDur, fmtCost, fmtInt, fmtTime } from './dom.js';
 
 const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'errors'];
 
@@ -87,7 +87,7 @@ export function runsPage(main, params) {
   // Live: a "trace" event for each committed batch; fetch the run's
   // summary (debounced per trace) and insert or refresh its row.
   const pending = new Map();
-  const es = new EventSource('/api/v1/stream');
+  const es = watchStream(new EventSource('/api/v1/stream'));
   es.addEventListener('trace', ev => {
     let te; try { te = JSON.parse(ev.data); } catch { return; }
     const id = te.trace_id;
