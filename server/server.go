@@ -13,11 +13,21 @@
 //   - its OpenAPI document at /api/v1/openapi.json;
 //   - optionally, Loupe's MCP server at /mcp (Options.MCP).
 //
+// NewGRPC serves OTLP/gRPC trace export (port 4317) from the same Server.
+//
 // Every ingest request is answered only after its records are committed
-// to the store, in one Append: a request is stored whole or not at all.
-// The server keeps no state a second server would need (the live streams
-// see the ingest of their own process; their backlog comes from the
-// store), so several servers can share one PostgreSQL store.
+// to the store, in one transaction: a request is stored whole or not at
+// all. With a store that can append groups (store.GroupAppender, SQLite),
+// concurrent requests share transactions (group commit). With
+// Options.Retain, old traces are removed on a schedule. The server keeps
+// no state a second server would need but web UI sessions (the live
+// streams see the ingest of their own process; their backlog comes from
+// the store), so several servers can share one PostgreSQL store.
+//
+// Every request must name the server in its Host (loopback names, or
+// Options.Hosts), and no web page of another origin may send a
+// state-changing request (Options.TrustedOrigins): loopback is reachable
+// from any web page. docs/security.md has the threat model.
 //
 // With Options.RequireKeys, every request but /healthz needs an API key
 // (Authorization: Bearer …; see CreateKey) whose scope allows it: ingest
