@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/loupe-dev/loupe/store"
 )
 
@@ -231,4 +233,15 @@ func (s *Server) allowed(w http.ResponseWriter, r *http.Request, k Key, need sco
 		writeError(w, http.StatusForbidden, fmt.Sprintf("API key %s has scope %s, which does not allow %s %s", k.ID, k.Scope, r.Method, clip(r.URL.Path, 100)))
 	}
 	return ok
+}
+
+// mcpToken is the token verifier of /mcp: the API key's scope becomes the
+// token's only scope, and its id the user, so that an MCP session stays
+// with the key that opened it.
+func (s *Server) mcpToken(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	k, err := authenticate(ctx, s.keys, token)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+	}
+	return &auth.TokenInfo{Scopes: []string{string(k.Scope)}, UserID: k.ID}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loupe-dev/loupe/internal/mcpserver"
+	"github.com/loupe-dev/loupe/store"
 )
 
 // bearer adds an API key to every request of an MCP client.
@@ -22,8 +23,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestMCPEndpoint: /mcp serves Loupe's MCP server, open on loopback
-// (RequireKeys false) and, with keys required, to admin keys only — its
-// tools run agents and delete traces.
+// (RequireKeys false) and, with keys required, to read keys for the
+// read-only tools and to admin keys for all (the others run agents and
+// delete traces).
 func TestMCPEndpoint(t *testing.T) {
 	st := openStore(t)
 	ms, err := mcpserver.New(context.Background(), mcpserver.Options{Store: st})
@@ -54,7 +56,7 @@ func TestMCPEndpoint(t *testing.T) {
 	}{
 		{"no key", "", http.StatusUnauthorized, "requires an API key"},
 		{"bad key", "lk_0123456789abcdef_nope", http.StatusUnauthorized, "API key"},
-		{"read key", read, http.StatusForbidden, "scope read"},
+		{"read key", read, http.StatusOK, `"serverInfo"`},
 		{"ingest key", ingest, http.StatusForbidden, "scope ingest"},
 		{"admin key", admin, http.StatusOK, `"serverInfo"`},
 	} {
@@ -83,9 +85,32 @@ func TestMCPEndpoint(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("list_traces with an admin key: %v %+v", err, res)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	if _, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.ts.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{read}}}, nil); err == nil {
-		t.Error("a client with a read key connected to /mcp")
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_trace", Arguments: map[string]any{"trace_id": "0123456789abcdef0123456789abcdef"}})
+	if err != nil || !res.IsError || strings.Contains(res.Content[0].(*mcp.TextContent).Text, "admin key") {
+		t.Errorf("delete_trace with an admin key: %v %+v, want the tool's own not-found error", err, res)
+	}
+
+	// A read key reads, and is refused the tools that run or delete.
+	rs := connect(e.ts.URL+"/mcp", bearer{read})
+	for _, name := range []string{"list_traces", "search_traces"} {
+		res, err := rs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Errorf("%s with a read key: %v %+v", name, err, res)
+		}
+	}
+	for _, call := range []*mcp.CallToolParams{
+		{Name: "delete_trace", Arguments: map[string]any{"trace_id": "0123456789abcdef0123456789abcdef"}},
+		{Name: "run_agent_with_trace", Arguments: map[string]any{"query": "hi"}},
+		{Name: "run_eval", Arguments: map[string]any{"file": "x.yaml"}},
+	} {
+		res, err := rs.CallTool(context.Background(), call)
+		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "needs an admin key") {
+			t.Errorf("%s with a read key: %v %+v, want refused for needing an admin key", call.Name, err, res)
+		}
+	}
+	n, err := st.List(context.Background(), store.ListQuery{})
+	if err != nil || len(n.Traces) != 0 {
+		t.Errorf("a read key's refused calls stored %d traces (%v)", len(n.Traces), err)
 	}
 
 	// On loopback without RequireKeys, no key is needed.

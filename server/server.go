@@ -49,6 +49,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
@@ -238,7 +240,15 @@ func New(o Options) (*Server, error) {
 	if o.MCP != nil {
 		// Not among routes(): it is no part of the JSON API that
 		// openapi.json describes. Every method goes to the MCP transport.
-		s.mux.Handle("/mcp", s.wrap(route{"/mcp", scopeAdmin, cheap, o.MCP.ServeHTTP}))
+		// Read keys may use it too: the token info the SDK's bearer
+		// middleware hands to the tools carries the key's scope, and the
+		// MCP server lets only admin keys call the tools that run or
+		// delete.
+		h := o.MCP
+		if o.RequireKeys {
+			h = auth.RequireBearerToken(s.mcpToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+		}
+		s.mux.Handle("/mcp", s.wrap(route{"/mcp", scopeRead, cheap, h.ServeHTTP}))
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		var allow []string

@@ -208,7 +208,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "loupe", Title: "Loupe: traces of AI-agent runs", Version: version},
 		&mcp.ServerOptions{Instructions: instructions})
-	s.mcp.AddReceivingMiddleware(s.boundErrors)
+	s.mcp.AddReceivingMiddleware(s.boundErrors, checkScope)
 	s.addTools()
 	return s, nil
 }
