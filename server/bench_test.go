@@ -58,35 +58,9 @@ func BenchmarkOTLPIngest(b *testing.B) {
 					payloads[i] = otlpPayload(b, n*senders*perSender+i)
 				}
 				b.StartTimer()
-				var mu sync.Mutex
-				var lat []time.Duration
-				var wg sync.WaitGroup
 				start := time.Now()
-				for s := range senders {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for k := range perSender {
-							body := payloads[s*perSender+k]
-							t0 := time.Now()
-							resp, err := client.Post(e.ts.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							resp.Body.Close()
-							if resp.StatusCode != 200 {
-								b.Errorf("status %d", resp.StatusCode)
-							}
-							mu.Lock()
-							lat = append(lat, time.Since(t0))
-							mu.Unlock()
-						}
-					}()
-				}
-				wg.Wait()
+				lat := postAll(b, client, e.ts.URL, payloads, senders)
 				el := time.Since(start)
-				slices.Sort(lat)
 				b.ReportMetric(float64(senders*perSender*100)/el.Seconds(), "spans/s")
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 			}
@@ -140,34 +114,9 @@ func BenchmarkGroupCommit(b *testing.B) {
 					}
 					e := newEnv(b, Options{Store: st})
 					client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
-					var mu sync.Mutex
-					var lat []time.Duration
-					var wg sync.WaitGroup
 					start := time.Now()
-					for s := range senders {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							for k := range perSender {
-								t0 := time.Now()
-								resp, err := client.Post(e.ts.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(payloads[s*perSender+k]))
-								if err != nil {
-									b.Error(err)
-									return
-								}
-								resp.Body.Close()
-								if resp.StatusCode != 200 {
-									b.Errorf("status %d", resp.StatusCode)
-								}
-								mu.Lock()
-								lat = append(lat, time.Since(t0))
-								mu.Unlock()
-							}
-						}()
-					}
-					wg.Wait()
+					lat := postAll(b, client, e.ts.URL, payloads, senders)
 					rate := float64(len(all)) / time.Since(start).Seconds()
-					slices.Sort(lat)
 					b.ReportMetric(rate, "records/s")
 					b.ReportMetric(ref, "append-records/s")
 					b.ReportMetric(100*rate/ref, "%-of-append")
@@ -176,4 +125,38 @@ func BenchmarkGroupCommit(b *testing.B) {
 			})
 		}
 	}
+}
+
+// postAll posts the OTLP protobuf payloads to url's /v1/traces from
+// senders concurrent senders, each its share in order, and returns every
+// request's time to acknowledgement, sorted.
+func postAll(b *testing.B, client *http.Client, url string, payloads [][]byte, senders int) []time.Duration {
+	perSender := len(payloads) / senders
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range perSender {
+				t0 := time.Now()
+				resp, err := client.Post(url+"/v1/traces", "application/x-protobuf", bytes.NewReader(payloads[s*perSender+k]))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Errorf("status %d", resp.StatusCode)
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(t0))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	return lat
 }

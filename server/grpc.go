@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/http"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -190,22 +189,9 @@ func (s *Server) exportGRPC(ctx context.Context, dec func(any) error) (resp *raw
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, clip(err.Error(), maxErrorText))
 	}
-	res := otlp.Map(td, &s.o.OTLP)
-	// commit takes the HTTP request only for its context.
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, grpcTraceMethod, http.NoBody)
+	rejected, msg, err := s.ingestOTLP(ctx, td)
 	if err != nil {
-		return nil, status.Error(codes.Internal, "internal error")
-	}
-	if _, err := s.commit(r, res.Records); err != nil {
 		return nil, s.grpcStoreError(ctx, err)
-	}
-	var rejected int64
-	var msg string
-	if n := len(res.Rejected); n > 0 {
-		rejected, msg = int64(n), clip(res.Rejected[0].Error(), 200)
-		if n > 1 {
-			msg += fmt.Sprintf(" (and %d more)", n-1)
-		}
 	}
 	out := rawMessage(exportResponse(false, rejected, msg))
 	return &out, nil

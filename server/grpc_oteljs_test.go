@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -31,38 +30,12 @@ func TestOTelJSSDKGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newGRPCEnv(t, Options{Store: st, RequireKeys: true})
-	send := func(key string) ([]byte, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, node, "send.mjs", "http://"+g.addr, "grpc", key)
-		cmd.Dir = otelJS
-		cmd.Env = append(os.Environ(), "OTEL_LOG_LEVEL=none")
-		return cmd.Output()
-	}
+	send := func(key string) ([]byte, error) { return sendJS(node, "http://"+g.addr, "grpc", key) }
 	out, err := send(key)
 	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("node send.mjs grpc: %v\n%s", err, stderr)
+		t.Fatalf("node send.mjs grpc: %v\n%s", err, stderrOf(err))
 	}
-	var sent struct {
-		TraceID string            `json:"trace_id"`
-		Spans   map[string]string `json:"spans"`
-	}
-	if err := json.Unmarshal(out, &sent); err != nil {
-		t.Fatalf("send.mjs printed %q: %v", out, err)
-	}
-	id, _ := trace.ParseTraceID(sent.TraceID)
-	got, err := st.Trace(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bySpan := map[string][]trace.Record{}
-	for _, r := range got.Records {
-		bySpan[r.SpanID.String()] = append(bySpan[r.SpanID.String()], r)
-	}
+	sent, got, bySpan := storedBySpan(t, st, out)
 	for name, n := range map[string]int{"invoke_agent travel": 2, "chat gpt-4o-mini": 1, "execute_tool weather": 2, "execute_tool book": 2, "ChatModel": 1, "lookup": 2} {
 		if len(bySpan[sent.Spans[name]]) != n {
 			t.Errorf("span %q: %d records, want %d", name, len(bySpan[sent.Spans[name]]), n)

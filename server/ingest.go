@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,7 +108,7 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	added, err := s.commit(r, recs)
+	added, err := s.commit(r.Context(), recs)
 	if err != nil {
 		s.storeError(w, r, err)
 		return
@@ -118,12 +119,11 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 // commit repairs and redacts recs, appends them in one transaction
 // (shared with other requests' records when the store can: see
 // grouper) and, once they are committed, hands them to the live streams.
-func (s *Server) commit(r *http.Request, recs []trace.Record) (int, error) {
+func (s *Server) commit(ctx context.Context, recs []trace.Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
 	for i := range recs {
-		store.Sanitize(&recs[i]) // OTLP strings arrive unchecked; records were already
 		if s.o.Redact != nil {
 			s.o.Redact(&recs[i])
 		}
@@ -134,9 +134,9 @@ func (s *Server) commit(r *http.Request, recs []trace.Record) (int, error) {
 	var added int
 	var err error
 	if s.group != nil {
-		added, err = s.group.append(r.Context(), recs)
+		added, err = s.group.append(ctx, recs)
 	} else {
-		added, err = s.o.Store.Append(r.Context(), recs)
+		added, err = s.o.Store.Append(ctx, recs)
 	}
 	if err != nil {
 		return 0, err
@@ -284,8 +284,8 @@ func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, isJSON, http.StatusBadRequest, err.Error())
 		return
 	}
-	res := otlp.Map(td, &s.o.OTLP)
-	if _, err := s.commit(r, res.Records); err != nil {
+	rejected, msg, err := s.ingestOTLP(r.Context(), td)
+	if err != nil {
 		var re *store.RecordError
 		if errors.As(err, &re) { // a mapped record the store refused: the data is at fault
 			writeStatus(w, isJSON, http.StatusBadRequest, err.Error())
@@ -298,14 +298,6 @@ func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, isJSON, http.StatusServiceUnavailable, "the store failed; retry later (the server logged the details)")
 		return
 	}
-	var rejected int64
-	var msg string
-	if n := len(res.Rejected); n > 0 {
-		rejected, msg = int64(n), clip(res.Rejected[0].Error(), 200)
-		if n > 1 {
-			msg += fmt.Sprintf(" (and %d more)", n-1)
-		}
-	}
 	if isJSON {
 		w.Header().Set("Content-Type", "application/json")
 	} else {
@@ -313,6 +305,27 @@ func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 	w.Write(exportResponse(isJSON, rejected, msg))
+}
+
+// ingestOTLP maps decoded OTLP spans to records, repairs their text
+// (OTLP strings arrive unchecked), commits them and returns the partial
+// success to answer: how many spans were rejected and why. OTLP/HTTP and
+// OTLP/gRPC both ingest through it.
+func (s *Server) ingestOTLP(ctx context.Context, td ptrace.Traces) (rejected int64, msg string, err error) {
+	res := otlp.Map(td, &s.o.OTLP)
+	for i := range res.Records {
+		store.Sanitize(&res.Records[i])
+	}
+	if _, err := s.commit(ctx, res.Records); err != nil {
+		return 0, "", err
+	}
+	if n := len(res.Rejected); n > 0 {
+		rejected, msg = int64(n), clip(res.Rejected[0].Error(), 200)
+		if n > 1 {
+			msg += fmt.Sprintf(" (and %d more)", n-1)
+		}
+	}
+	return rejected, msg, nil
 }
 
 // exportResponse encodes an ExportTraceServiceResponse, whose only field

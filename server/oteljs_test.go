@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
 
@@ -47,34 +48,11 @@ func TestOTelJSSDK(t *testing.T) {
 	e := newEnv(t, Options{Store: st, RequireKeys: true})
 	for _, mode := range []string{"proto", "json"} {
 		t.Run(mode, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, "send.mjs", e.ts.URL, mode, key)
-			cmd.Dir = otelJS
-			out, err := cmd.Output()
+			out, err := sendJS(node, e.ts.URL, mode, key)
 			if err != nil {
-				var stderr []byte
-				if ee, ok := err.(*exec.ExitError); ok {
-					stderr = ee.Stderr
-				}
-				t.Fatalf("node send.mjs: %v\n%s", err, stderr)
+				t.Fatalf("node send.mjs %s: %v\n%s", mode, err, stderrOf(err))
 			}
-			var sent struct {
-				TraceID string            `json:"trace_id"`
-				Spans   map[string]string `json:"spans"`
-			}
-			if err := json.Unmarshal(out, &sent); err != nil {
-				t.Fatalf("send.mjs printed %q: %v", out, err)
-			}
-			id, _ := trace.ParseTraceID(sent.TraceID)
-			got, err := st.Trace(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bySpan := map[string][]trace.Record{}
-			for _, r := range got.Records {
-				bySpan[r.SpanID.String()] = append(bySpan[r.SpanID.String()], r)
-			}
+			sent, got, bySpan := storedBySpan(t, st, out)
 			span := func(name string, types ...trace.Type) []trace.Record {
 				t.Helper()
 				recs := bySpan[sent.Spans[name]]
@@ -116,4 +94,50 @@ func TestOTelJSSDK(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendJS runs send.mjs (testdata/otel-js) in mode against url with key,
+// bounded in time, and returns what it printed.
+func sendJS(node, url, mode, key string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "send.mjs", url, mode, key)
+	cmd.Dir = otelJS
+	cmd.Env = append(os.Environ(), "OTEL_LOG_LEVEL=none")
+	return cmd.Output()
+}
+
+// stderrOf returns what a failed command wrote to its standard error.
+func stderrOf(err error) []byte {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.Stderr
+	}
+	return nil
+}
+
+// sentSpans is what send.mjs prints: the trace it sent and its spans'
+// ids by name.
+type sentSpans struct {
+	TraceID string            `json:"trace_id"`
+	Spans   map[string]string `json:"spans"`
+}
+
+// storedBySpan reads send.mjs's output and returns it with the trace st
+// holds and that trace's records by span id.
+func storedBySpan(t *testing.T, st store.Store, out []byte) (sentSpans, *store.Trace, map[string][]trace.Record) {
+	t.Helper()
+	var sent sentSpans
+	if err := json.Unmarshal(out, &sent); err != nil {
+		t.Fatalf("send.mjs printed %q: %v", out, err)
+	}
+	id, _ := trace.ParseTraceID(sent.TraceID)
+	got, err := st.Trace(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySpan := map[string][]trace.Record{}
+	for _, r := range got.Records {
+		bySpan[r.SpanID.String()] = append(bySpan[r.SpanID.String()], r)
+	}
+	return sent, got, bySpan
 }
