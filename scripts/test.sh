@@ -64,11 +64,18 @@ go vet ./...
 step "staticcheck"
 staticcheck ./...
 
-# interop/ is a module of its own (comparisons and interoperability tests
-# against third-party SDKs, and their dependencies), which ./... above does
-# not reach: vet and test it here. Its benchmarks run on demand (see interop/doc.go).
-step "interop module: vet, staticcheck, test"
-(cd interop && go vet ./... && staticcheck ./... && go test -race -count=1 ./...)
+# interop/ and each adapter under adapters/ are modules of their own
+# (interoperability tests against third-party SDKs, and the in-process
+# adapters for other Go agent frameworks), so that their dependencies never
+# become Loupe's; ./... above does not reach them: check, vet and test each
+# here. go mod tidy -diff fails when a module's go.mod or go.sum is stale.
+# interop's benchmarks run on demand (see interop/doc.go).
+for mod in interop adapters/*/; do
+  [ -f "$mod/go.mod" ] || continue
+  mod=${mod%/}
+  step "$mod module: tidy, vet, staticcheck, test"
+  (cd "$mod" && go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 ./...)
+done
 
 step "go test -race"
 go test -race -count=1 "${@:-./...}"
