@@ -406,11 +406,18 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		}
 		_ = json.Unmarshal([]byte(ae.RawJSON()), &body)
 		typ, msg := body.Error.Type, body.Error.Message
+		status, inStream := ae.StatusCode, false
+		if status >= 200 && status < 300 {
+			// An error event of a stream: the HTTP answer was a 200.
+			// Report the status the same error has as an HTTP answer
+			// (API reference, "Errors"), so it reads alike.
+			status, inStream = statusOf(typ), true
+		}
 		what := ""
 		switch {
-		case typ == "rate_limit_error" || ae.StatusCode == 429:
+		case typ == "rate_limit_error" || status == 429:
 			what = "rate limited; wait and retry, or raise the limit"
-		case typ == "overloaded_error" || ae.StatusCode == 529:
+		case typ == "overloaded_error" || status == 529:
 			what = "the API is overloaded; retry later"
 		case strings.Contains(msg, "prompt is too long") || typ == "request_too_large":
 			what = "the conversation is longer than the model's context window; shorten it"
@@ -418,12 +425,12 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 			what = "the API key was refused; check ANTHROPIC_API_KEY or WithAPIKey"
 		case typ == "not_found_error":
 			what = "the model or endpoint was not found; check the model name and base URL"
-		case ae.StatusCode >= 500:
+		case status >= 500:
 			what = "the API failed; retry later"
 		}
 		s := fmt.Sprintf("anthropic: model %s:", m.name)
-		if ae.StatusCode != 0 {
-			s += fmt.Sprintf(" HTTP %d", ae.StatusCode)
+		if status != 0 {
+			s += fmt.Sprintf(" HTTP %d", status)
 		}
 		if typ != "" {
 			s += " " + typ
@@ -438,6 +445,9 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		}
 		if what != "" {
 			s += " (" + what + ")"
+		}
+		if inStream {
+			s += " (sent inside the stream)"
 		}
 		return callerr.API(s, err)
 	}
@@ -454,4 +464,32 @@ func countAttempts(n *atomic.Int32) option.RequestOption {
 		n.Add(1)
 		return next(r)
 	})
+}
+
+// statusOf is the HTTP status the Anthropic API answers with for an error
+// of this type (API reference, "Errors"); 0 if it is not known.
+func statusOf(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return 400
+	case "authentication_error":
+		return 401
+	case "billing_error":
+		return 402
+	case "permission_error":
+		return 403
+	case "not_found_error":
+		return 404
+	case "request_too_large":
+		return 413
+	case "rate_limit_error":
+		return 429
+	case "api_error":
+		return 500
+	case "timeout_error":
+		return 504
+	case "overloaded_error":
+		return 529
+	}
+	return 0
 }

@@ -335,7 +335,16 @@ func TestErrors(t *testing.T) {
 		{name: "overloaded in stream", rep: reply{events: [][2]string{
 			thinkingToolStream[0],
 			{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}}},
-			want: []string{"overloaded_error", "Overloaded", "retry later"}},
+			want: []string{"HTTP 529 overloaded_error: Overloaded", "retry later", "sent inside the stream"}},
+		// Errors inside a stream read like the same error as an HTTP
+		// answer: status, type, the API's message and the same hint.
+		{name: "rate limit in stream", rep: reply{events: [][2]string{
+			thinkingToolStream[0],
+			{"error", `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization of 50,000 input tokens per minute."}}`}}},
+			want: []string{"HTTP 429 rate_limit_error: This request would exceed the rate limit", "rate limited", "sent inside the stream"}},
+		{name: "bad key in stream", rep: reply{events: [][2]string{
+			{"error", `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}}},
+			want: []string{"HTTP 401 authentication_error: invalid x-api-key", "ANTHROPIC_API_KEY", "sent inside the stream"}},
 		{name: "refusal", rep: reply{events: [][2]string{
 			answerStream[0],
 			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":3}}`},

@@ -38,6 +38,7 @@ import (
 	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/trace"
 	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/responses"
@@ -441,6 +442,9 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return err
 	}
+	if se := streamed(err); se != nil {
+		err = se
+	}
 	var ae *oai.Error
 	if errors.As(err, &ae) {
 		msg := ae.Message
@@ -460,7 +464,10 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		case ae.StatusCode >= 500:
 			what = "the server failed; retry later"
 		}
-		s := fmt.Sprintf("openai: model %s: HTTP %d", m.name, ae.StatusCode)
+		s := fmt.Sprintf("openai: model %s:", m.name)
+		if ae.StatusCode != 0 {
+			s += fmt.Sprintf(" HTTP %d", ae.StatusCode)
+		}
 		if ae.Code != "" {
 			s += " " + ae.Code
 		} else if ae.Type != "" {
@@ -471,6 +478,12 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		}
 		if what != "" {
 			s += " (" + what + ")"
+		}
+		var se *streamError
+		if errors.As(err, &se) {
+			// The status is the one the same error has as an HTTP
+			// answer; this one came with a 200.
+			s += " (" + se.where + ")"
 		}
 		return callerr.API(s, err)
 	}
@@ -487,4 +500,99 @@ func countAttempts(n *atomic.Int32) option.RequestOption {
 		n.Add(1)
 		return next(r)
 	})
+}
+
+// streamError is an error that a server sent as an event of a stream
+// (Chat Completions' {"error": …} chunk, the Responses API's "error"
+// event) rather than as an HTTP error status.
+type streamError struct {
+	err   *oai.Error // the same error as the API returns it outside a stream
+	from  error      // what the SDK or the stream reported
+	where string     // where it was sent, for the message
+}
+
+func (e *streamError) Error() string { return e.from.Error() }
+
+// Unwrap gives errors.As both the API error and the SDK's own.
+func (e *streamError) Unwrap() []error { return []error{e.err, e.from} }
+
+// streamed turns an error event of a stream into a *streamError holding
+// an *oai.Error with the HTTP status the same error has outside a
+// stream, so that it is reported alike: status, code, the provider's
+// message and the same hint. It returns nil when err is no stream error.
+func streamed(err error) error {
+	var se *ssestream.StreamError
+	if !errors.As(err, &se) {
+		return nil
+	}
+	var body struct {
+		Error struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+			Param   string          `json:"param"`
+			Status  int             `json:"status"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(se.Event.Data, &body) != nil || body.Error.Message == "" && body.Error.Type == "" {
+		return nil
+	}
+	b := body.Error
+	ae := &oai.Error{Message: b.Message, Type: b.Type, Param: b.Param, StatusCode: b.Status}
+	// Servers send the code as a string (OpenAI) or as the HTTP status
+	// (vLLM, LiteLLM and other compatible servers).
+	var n int
+	if json.Unmarshal(b.Code, &n) == nil && n >= 100 && n < 600 {
+		if ae.StatusCode == 0 {
+			ae.StatusCode = n
+		}
+	} else {
+		_ = json.Unmarshal(b.Code, &ae.Code)
+	}
+	if ae.StatusCode == 0 {
+		ae.StatusCode = statusOf(ae.Code, ae.Type)
+	}
+	return &streamError{err: ae, from: err, where: "sent inside the stream"}
+}
+
+// responseError is streamed for the Responses API's errors that arrive in
+// a body rather than as an HTTP status: the stream's "error" event and a
+// response whose status is "failed"; where says which.
+func responseError(code, message, where string) error {
+	ae := &oai.Error{Code: code, Message: message, StatusCode: statusOf(code, "")}
+	return &streamError{err: ae, from: fmt.Errorf("%s: %s: %s", where, code, message), where: where}
+}
+
+// statusOf is the HTTP status OpenAI answers with for an error of this
+// code or type (API reference, "Error codes"); 0 if it is not known.
+func statusOf(code, typ string) int {
+	switch code {
+	case "rate_limit_exceeded", "insufficient_quota":
+		return 429
+	case "invalid_api_key", "invalid_authentication":
+		return 401
+	case "model_not_found":
+		return 404
+	case "context_length_exceeded", "invalid_prompt", "invalid_request_error":
+		return 400
+	case "server_error", "internal_error":
+		return 500
+	}
+	switch typ {
+	case "insufficient_quota", "tokens", "requests", "rate_limit_error":
+		return 429
+	case "authentication_error":
+		return 401
+	case "permission_error":
+		return 403
+	case "not_found_error":
+		return 404
+	case "invalid_request_error":
+		return 400
+	case "server_error", "api_error":
+		return 500
+	case "service_unavailable", "overloaded_error":
+		return 503
+	}
+	return 0
 }

@@ -410,7 +410,23 @@ func TestErrors(t *testing.T) {
 		{name: "error in stream", rep: reply{sse: []string{
 			chunk(`{"index":0,"delta":{"content":"Par"},"logprobs":null,"finish_reason":null}`),
 			`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`}},
-			want: []string{"The server had an error"}},
+			want: []string{"HTTP 500 server_error: The server had an error", "retry later", "sent inside the stream"}},
+		// Errors that arrive inside a stream read like the same error as
+		// an HTTP answer (the cases above): status, code, the
+		// provider's message and the same hint, not raw JSON.
+		{name: "rate limit in stream", rep: reply{sse: []string{
+			`{"error":{"message":"Rate limit reached for o4-mini in organization org-x on tokens per min (TPM): Limit 30000, Used 30000, Requested 1300.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`}},
+			want:  []string{"HTTP 429 rate_limit_exceeded: Rate limit reached", "rate limited", "sent inside the stream"},
+			check: func(err error) bool { var ae *oai.Error; return errors.As(err, &ae) && ae.StatusCode == 429 }},
+		{name: "bad key in stream", rep: reply{sse: []string{
+			`{"error":{"message":"Incorrect API key provided: sk-test.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`}},
+			want:  []string{"HTTP 401 invalid_api_key: Incorrect API key", "OPENAI_API_KEY"},
+			check: func(err error) bool { var ae *oai.Error; return errors.As(err, &ae) && ae.StatusCode == 401 }},
+		// vLLM and LiteLLM put the HTTP status in code.
+		{name: "numeric code in stream", rep: reply{sse: []string{
+			`{"error":{"object":"error","message":"This model's maximum context length is 8192 tokens.","type":"BadRequestError","param":null,"code":400}}`}},
+			want:  []string{"HTTP 400 BadRequestError: This model's maximum context length", "shorten it"},
+			check: func(err error) bool { var ae *oai.Error; return errors.As(err, &ae) && ae.StatusCode == 400 }},
 		{name: "cut-off tool call", rep: reply{sse: []string{
 			chunk(`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\": \"Par"}}]},"logprobs":null,"finish_reason":null}`),
 			chunk(`{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}`), `[DONE]`}},

@@ -163,7 +163,7 @@ func (m *Model) responsesEnd(r *responses.Response, resp *agent.Response, refusa
 			resp.FinishReason = reason // content_filter keeps its name
 		}
 	case "failed":
-		return fmt.Errorf("the response failed: %s: %s", r.Error.Code, r.Error.Message)
+		return responseError(string(r.Error.Code), r.Error.Message, "the response failed")
 	default:
 		resp.FinishReason = string(r.Status)
 	}
@@ -233,7 +233,7 @@ func (m *Model) responsesStream(ctx context.Context, p responses.ResponseNewPara
 			r := ev.Response
 			final = &r
 		case "error":
-			failure = fmt.Errorf("error while streaming: %s: %s", ev.Code, ev.Message)
+			failure = responseError(ev.Code, ev.Message, "sent inside the stream")
 		}
 	}
 	resp.Content, resp.Thinking = content.String(), thinking.String()
