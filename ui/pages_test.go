@@ -179,13 +179,13 @@ func TestRunPageDemo(t *testing.T) {
 	}
 
 	// Stats and memory tabs.
-	tb.do(t, "stats tab", chromedp.Click(chromedp.CSS(`#tab-stats`)), waitLoaded(`#pane-stats`))
+	tb.do(t, "stats tab", chromedp.Click(chromedp.CSS(`#tab-stats`)), waitLoaded(`#pane-stats[data-loaded="true"]`))
 	st := eval[string](t, tb, `document.querySelector('#pane-stats').innerText`)
 	if err := hasText(st, "demo-model", "demo-summarizer", "calculator", "reasoning tokens"); err != nil {
 		t.Errorf("stats: %v", err)
 	}
 	tb.screenshot(t, "run-stats")
-	tb.do(t, "memory tab", chromedp.Click(chromedp.CSS(`#tab-memory`)), waitLoaded(`#pane-memory`))
+	tb.do(t, "memory tab", chromedp.Click(chromedp.CSS(`#tab-memory`)), waitLoaded(`#pane-memory[data-loaded="true"]`))
 	tb.noConsoleErrors(t)
 }
 
@@ -374,6 +374,40 @@ func TestRunsPagination(t *testing.T) {
 	}
 	if eval[bool](t, tb, `!document.querySelector('#more').hidden`) {
 		t.Error("More still offered after the last page")
+	}
+	tb.noConsoleErrors(t)
+}
+
+// TestLargeRunPages: a run larger than the first page is drawn from its
+// first page, then fills in page by page without values; a span from a
+// later page, opened by its link, is selected once its page arrives and
+// its values are fetched when it is shown.
+func TestLargeRunPages(t *testing.T) {
+	e := newEnv(t)
+	b := newBuilder()
+	root := trace.NewSpanID()
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "large"})
+	const tools = 1500 // 3000 records: two pages
+	var last trace.SpanID
+	for i := range tools {
+		last = trace.NewSpanID()
+		in := trace.Value(`{"n":` + itoa(i) + `}`)
+		b.rec(trace.Record{SpanID: last, ParentID: root, Type: trace.TypeToolStart, Name: "step", Input: in})
+		b.rec(trace.Record{SpanID: last, ParentID: root, Type: trace.TypeToolEnd, Name: "step", Output: trace.Value(`"result-` + itoa(i) + `"`)})
+	}
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunEnd, Name: "large", Status: "success"})
+	e.append(t, b.recs)
+
+	tb := newTab(t, 60*time.Second)
+	url := e.ts.URL + "/#/run/" + b.id.String() + "?span=" + last.String()
+	tb.do(t, "large run", chromedp.Navigate(url), waitLoaded(`#app[data-complete="true"]`))
+	if n := eval[string](t, tb, `document.querySelector('#tree .rows').dataset.rows`); n != itoa(tools+1) {
+		t.Errorf("rows = %s, want %d", n, tools+1)
+	}
+	tb.do(t, "the last span selected, its values fetched", waitLoaded(`#tree .row.sel[data-span="`+last.String()+`"]`))
+	tb.do(t, "values", chromedp.Poll[chromedp.Void](`!document.querySelector('#details .loading') && document.querySelector('#details').innerText.includes('result-1499')`, chromedp.WithPollingInterval(20*time.Millisecond)))
+	if err := hasText(eval[string](t, tb, `document.querySelector('#details').innerText`), "1499", "result-1499"); err != nil {
+		t.Errorf("details: %v", err)
 	}
 	tb.noConsoleErrors(t)
 }

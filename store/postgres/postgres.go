@@ -125,7 +125,7 @@ type Store struct {
 	db sqlstore.DB
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.RecordPager = (*Store)(nil)
 
 // Open connects to the PostgreSQL database at dsn (a postgres:// URL) and
 // applies pending migrations. A database with a newer schema than
@@ -378,6 +378,11 @@ func (s *Store) SetOptions(o store.Options) { s.db.SetOptions(o) }
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {
 	return s.db.Trace(ctx, id)
+}
+
+// Records implements store.RecordPager.
+func (s *Store) Records(ctx context.Context, id trace.TraceID, r store.RecordRange) (store.RecordPage, error) {
+	return s.db.Records(ctx, id, r)
 }
 
 // List implements store.Store.

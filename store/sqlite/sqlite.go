@@ -119,7 +119,7 @@ type Store struct {
 	stmts map[string]*sql.Stmt // prepared on wconn, by SQL text
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.RecordPager = (*Store)(nil)
 
 // Path returns the file path of a SQLite DSN: dsn without a "file:"
 // prefix and without query parameters.
@@ -643,6 +643,11 @@ func (s *Store) SetOptions(o store.Options) { s.db.SetOptions(o) }
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {
 	return s.db.Trace(ctx, id)
+}
+
+// Records implements store.RecordPager.
+func (s *Store) Records(ctx context.Context, id trace.TraceID, r store.RecordRange) (store.RecordPage, error) {
+	return s.db.Records(ctx, id, r)
 }
 
 // List implements store.Store.

@@ -89,16 +89,24 @@ export function runPage(main, id, params) {
   return cleanup;
 }
 
+// FIRST is the size of the first page of records, fetched with their
+// values: a run this small is drawn from one request and never fetches
+// again. PAGE is the size of the later pages, fetched without values
+// (a selected span's values are fetched when it is shown), so that a
+// run of 100k spans is drawn from its first page and fills in behind.
+const FIRST = 2000, PAGE = 20000;
+
 async function load(main, id, params, signal, setStream) {
   const t0 = performance.now();
-  const d = await api('/api/v1/traces/' + encodeURIComponent(id), signal);
+  const base = '/api/v1/traces/' + encodeURIComponent(id);
+  const first = await api(`${base}/records?limit=${FIRST}`, signal);
   if (signal.aborted) return; // the page was left meanwhile
   const tFetched = performance.now();
   const m = new Model();
-  for (const r of d.records) m.add(r);
+  for (const r of first.records) m.add(r);
   main.dataset.fetchMs = String(Math.round(tFetched - t0));
   main.dataset.buildMs = String(Math.round(performance.now() - tFetched));
-  const s = d.summary;
+  const s = first.summary;
 
   const status = el('span', { id: 'run-status' }, statusBadge(s.status));
   const dur = el('span', { className: 'muted', id: 'run-duration' }, fmtDur(s.duration_ns));
@@ -111,15 +119,32 @@ async function load(main, id, params, signal, setStream) {
     el('code', { className: 'muted' }, s.trace_id),
     canDelete() ? deleteButton(s.trace_id, signal) : ''));
 
+  // The memory pool, stats and evaluations come from the whole trace:
+  // fetched once, when one of their tabs is first opened.
+  let whole = null;
+  const lazy = (pane, view, key) => () => {
+    if (pane.dataset.loaded) return;
+    pane.dataset.loaded = 'pending';
+    pane.replaceChildren(el('p', { className: 'muted' }, 'Loading…'));
+    whole = whole || api(base, signal);
+    whole.then(d => { pane.replaceChildren(view(d[key], s.trace_id)); pane.dataset.loaded = 'true'; })
+      .catch(e => { delete pane.dataset.loaded; if (!signal.aborted) showError(e); });
+  };
   const panes = {
     tree: el('div', { className: 'split', id: 'pane-tree' }),
-    memory: el('div', { id: 'pane-memory', hidden: true }, memoryView(d.memory, s.trace_id)),
-    stats: el('div', { id: 'pane-stats', hidden: true }, statsView(d.stats)),
-    evaluations: el('div', { id: 'pane-evaluations', hidden: true }, evalsView(d.evaluations)),
+    memory: el('div', { id: 'pane-memory', hidden: true }),
+    stats: el('div', { id: 'pane-stats', hidden: true }),
+    evaluations: el('div', { id: 'pane-evaluations', hidden: true }),
+  };
+  const opens = {
+    memory: lazy(panes.memory, memoryView, 'memory'),
+    stats: lazy(panes.stats, statsView, 'stats'),
+    evaluations: lazy(panes.evaluations, evalsView, 'evaluations'),
   };
   const tabs = el('div', { className: 'tabs' });
   for (const k of Object.keys(panes)) {
     tabs.append(el('button', { type: 'button', className: k === 'tree' ? 'on' : '', id: 'tab-' + k, on: { click: e => {
+      if (opens[k]) opens[k]();
       for (const [k2, p] of Object.entries(panes)) p.hidden = k2 !== k;
       for (const b of tabs.children) b.classList.toggle('on', b === e.currentTarget);
     } } }, k[0].toUpperCase() + k.slice(1)));
@@ -127,12 +152,25 @@ async function load(main, id, params, signal, setStream) {
   main.append(tabs, ...Object.values(panes));
 
   const view = new TreeView(m, id, panes.tree, signal);
-  let sel = params.get('span') ? m.nodes.get(params.get('span')) : null;
-  if (!sel && params.get('seq')) sel = m.bySeq.get(Number(params.get('seq')));
+  const wanted = () => (params.get('span') ? m.nodes.get(params.get('span')) : null) ||
+    (params.get('seq') ? m.bySeq.get(Number(params.get('seq'))) : null);
+  let sel = wanted();
   view.refresh();
   view.select(sel || m.roots[0], !!sel);
   main.dataset.loaded = 'true';
   main.dataset.drawMs = String(Math.round(performance.now() - t0));
+
+  // The rest of a large run, a page at a time, drawn as it comes.
+  for (let after = first.next; after && !signal.aborted;) {
+    const page = await api(`${base}/records?after=${encodeURIComponent(after)}&limit=${PAGE}&values=false`, signal);
+    if (signal.aborted) return;
+    for (const r of page.records) { r.lean = true; m.add(r); }
+    view.refresh();
+    if (!sel && (sel = wanted())) view.select(sel, true);
+    after = page.next;
+  }
+  main.dataset.complete = 'true';
+  main.dataset.fullMs = String(Math.round(performance.now() - t0));
 
   if (s.status === 'running') {
     const es = watchStream(new EventSource(`/api/v1/traces/${encodeURIComponent(s.trace_id)}/stream`));
@@ -181,7 +219,7 @@ function deleteButton(id, signal) {
  *  left there, it would keep the view, and the whole trace, alive. */
 class TreeView {
   constructor(m, traceID, pane, signal) {
-    this.m = m; this.traceID = traceID; this.rows = []; this.sel = null;
+    this.m = m; this.traceID = traceID; this.rows = []; this.sel = null; this.signal = signal;
     this.axis = el('div', { className: 'row axis' }, el('div', { className: 'cell' }, 'Span'), el('div', { className: 'cell wf', id: 'axis' }));
     this.inner = el('div', { className: 'rows' });
     this.box = el('div', { className: 'tree', id: 'tree', tabindex: 0, role: 'tree', 'aria-label': 'span tree' }, this.inner);
@@ -262,7 +300,21 @@ class TreeView {
     }
     this.draw();
     this.details.replaceChildren(...spanDetails(n, this.m));
+    if (n.recs.some(r => r.lean)) this.fetchValues(n);
     history.replaceState(null, '', `#/run/${encodeURIComponent(this.traceID)}?span=${encodeURIComponent(n.id)}`);
+  }
+  // fetchValues fetches the values (input, output, thinking) of a span
+  // whose records came without them, then shows them if it is still
+  // the selected span.
+  async fetchValues(n) {
+    if (n.fetching) return;
+    n.fetching = true;
+    try {
+      const page = await api(`/api/v1/traces/${encodeURIComponent(this.traceID)}/records?span=${encodeURIComponent(n.id)}&limit=1000`, this.signal);
+      const full = new Map(page.records.map(r => [r.seq, r]));
+      n.recs = n.recs.map(r => (r.lean && full.get(r.seq)) || r);
+      if (this.sel === n) this.details.replaceChildren(...spanDetails(n, this.m));
+    } catch (e) { if (!this.signal.aborted) showError(e); } finally { n.fetching = false; }
   }
   key(e) {
     const n = this.sel; if (!n) return;
@@ -313,6 +365,7 @@ function spanDetails(n, m) {
       ['tags', (r.tags || []).join(' ')],
     ]));
     if (r.error) box.append(el('div', { className: 'errtext' }, clip(r.error, 20000)));
+    if (r.lean) box.append(el('p', { className: 'muted loading' }, 'Loading values…'));
     for (const f of ['input', 'output', 'thinking']) {
       if (r[f] === undefined) continue;
       box.append(el('h3', { className: f === 'thinking' ? 'thinking' : '' }, f), jsonView(r[f]));

@@ -479,6 +479,98 @@ func (db *DB) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error)
 	return store.NewTrace(sums[0], recs), nil
 }
 
+// Records implements store.RecordPager.
+func (db *DB) Records(ctx context.Context, id trace.TraceID, rr store.RecordRange) (store.RecordPage, error) {
+	var page store.RecordPage
+	if err := rr.Validate(); err != nil {
+		return page, err
+	}
+	b := db.D.NewBuilder()
+	q := "SELECT seq, doc FROM records WHERE trace_id = " + b.Arg(id[:])
+	limit := rr.Limit
+	if limit == 0 {
+		limit = store.DefaultRecordPage
+	}
+	if rr.Seqs != nil {
+		if len(rr.Seqs) == 0 {
+			return page, db.exists(ctx, id)
+		}
+		in := make([]string, 0, len(rr.Seqs))
+		for _, s := range rr.Seqs {
+			if s <= math.MaxInt64 {
+				in = append(in, b.Arg(int64(s)))
+			}
+		}
+		if len(in) == 0 {
+			return page, db.exists(ctx, id)
+		}
+		q += " AND seq IN (" + strings.Join(in, ", ") + ") ORDER BY seq"
+	} else {
+		after := min(rr.After, math.MaxInt64)
+		q += " AND seq > " + b.Arg(int64(after)) + " ORDER BY seq"
+		if rr.Span.IsZero() {
+			// One more than the page, to know whether another follows.
+			q += " LIMIT " + strconv.Itoa(limit+1)
+		}
+	}
+	// A stored record's doc is its canonical encoding (trace.AppendJSON),
+	// which names its span as below: rows of other spans are skipped
+	// without decoding them.
+	var spanKey []byte
+	if !rr.Span.IsZero() {
+		spanKey = fmt.Appendf(nil, `"span_id":"%s"`, rr.Span)
+	}
+	rows, err := db.SQL.QueryContext(ctx, q, b.Args...)
+	if err != nil {
+		return page, fmt.Errorf("read trace %s from %s: %w", id, db.Name, err)
+	}
+	defer rows.Close()
+	var doc []byte
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq, &doc); err != nil {
+			return page, err
+		}
+		if spanKey != nil && !bytes.Contains(doc, spanKey) {
+			continue
+		}
+		if rr.Seqs == nil && len(page.Records) == limit {
+			page.Next = page.Records[limit-1].Seq
+			break
+		}
+		r, err := trace.DecodeRecord(doc)
+		if err != nil {
+			return page, fmt.Errorf("trace %s seq %d: stored record is corrupt: %w", id, seq, err)
+		}
+		if spanKey != nil && r.SpanID != rr.Span {
+			continue // the text was inside a value
+		}
+		page.Records = append(page.Records, r)
+	}
+	if err := rows.Err(); err != nil {
+		return page, err
+	}
+	if len(page.Records) == 0 {
+		return page, db.exists(ctx, id)
+	}
+	return page, nil
+}
+
+// exists returns an error wrapping store.ErrNotFound if the store holds
+// no trace id.
+func (db *DB) exists(ctx context.Context, id trace.TraceID) error {
+	b := db.D.NewBuilder()
+	var one int
+	err := db.SQL.QueryRowContext(ctx, "SELECT 1 FROM traces WHERE trace_id = "+b.Arg(id[:]), b.Args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("trace %s: %w in %s", id, store.ErrNotFound, db.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("trace %s in %s: %w", id, db.Name, err)
+	}
+	return nil
+}
+
 // records yields the records of one trace in seq order.
 func (db *DB) records(ctx context.Context, id trace.TraceID) iter.Seq2[trace.Record, error] {
 	return func(yield func(trace.Record, error) bool) {
