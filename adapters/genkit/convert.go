@@ -165,7 +165,7 @@ func putValue(dst pcommon.Value, v attribute.Value, depth int) {
 			putValue(s.AppendEmpty(), e, depth+1)
 		}
 	default:
-		dst.SetStr(v.Emit())
+		dst.SetStr(v.String())
 	}
 }
 

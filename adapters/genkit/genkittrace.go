@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/firebase/genkit/go/core/tracing"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
@@ -249,7 +250,8 @@ func isRoot(s sdktrace.ReadOnlySpan) bool {
 	}
 	for _, kv := range s.Attributes() {
 		if kv.Key == "genkit:isRoot" {
-			return kv.Value.Emit() == "true"
+			return kv.Value.Type() == attribute.BOOL && kv.Value.AsBool() ||
+				kv.Value.Type() == attribute.STRING && kv.Value.AsString() == "true"
 		}
 	}
 	return false
@@ -265,7 +267,7 @@ func depths(s sdktrace.ReadOnlySpan) (depth int, nested bool) {
 	var path string
 	for _, kv := range s.Attributes() {
 		if kv.Key == "genkit:path" {
-			path = kv.Value.Emit()
+			path = kv.Value.AsString() // "" unless a string
 			break
 		}
 	}
