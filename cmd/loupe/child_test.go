@@ -42,7 +42,7 @@ func loupeChild(args ...string) *exec.Cmd {
 // startChild starts `loupe args…` (a command that listens) in a child
 // process and returns it with the URL it says it listens on. The child is
 // killed and reaped when the test ends.
-func startChild(t *testing.T, args ...string) (*exec.Cmd, string) {
+func startChild(t testing.TB, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := loupeChild(args...)
 	stderr, err := cmd.StderrPipe()

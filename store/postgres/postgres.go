@@ -17,6 +17,14 @@
 // trigger fills it from the text written to the body column, which it
 // then clears, so the text is not stored twice.
 //
+// Records are partitioned by day (see partitions.go): retention drops the
+// partitions older than its cutoff instead of deleting their rows. The
+// unique index of a partitioned table must hold the partition key, so the
+// index is on (trace id, seq, time); a record sent again with the same
+// trace id and seq and another time is caught when its batch takes the
+// slower way, not by the COPY. Loupe's recorders and its OTLP mapping
+// never give one seq two times: a retry sends the same record.
+//
 // The tables live in the connection's current schema, so a search_path in
 // the DSN (…?search_path=loupe) puts a store in a schema of its own.
 package postgres
@@ -31,6 +39,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,7 +57,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -118,11 +127,47 @@ var migrations = []string{
 	// cost of the others. Records stored before have none.
 	`ALTER TABLE traces ADD COLUMN unpriced integer NOT NULL DEFAULT 0;
 	ALTER TABLE trace_models ADD COLUMN unpriced integer NOT NULL DEFAULT 0;`,
+	// 5: records partitioned by time (ts, a day per partition; see
+	// partitions.go), so that retention drops whole partitions. A unique
+	// index of a partitioned table must hold the partition key, so a
+	// record's identity in the index is (trace id, seq, ts). The rows
+	// stored so far move to the default partition, which keeps any time
+	// without a partition of its own.
+	`ALTER TABLE records RENAME TO records_v4;
+	ALTER TABLE records_v4 RENAME CONSTRAINT records_pkey TO records_v4_pkey;
+	ALTER TABLE records_v4 RENAME CONSTRAINT records_trace_id_seq_key TO records_v4_trace_id_seq_key;
+	ALTER INDEX records_type RENAME TO records_v4_type;
+	ALTER INDEX records_tsv RENAME TO records_v4_tsv;
+	DROP TRIGGER records_tsv ON records_v4;
+	CREATE SEQUENCE records_id_seq_v5;
+	CREATE TABLE records (
+		id bigint NOT NULL DEFAULT nextval('records_id_seq_v5'),
+		trace_id bytea NOT NULL,
+		seq bigint NOT NULL,
+		ts bigint NOT NULL,
+		type text NOT NULL,
+		doc bytea NOT NULL,
+		tsv tsvector NOT NULL,
+		body text,
+		PRIMARY KEY (id, ts),
+		UNIQUE (trace_id, seq, ts)
+	) PARTITION BY RANGE (ts);
+	ALTER SEQUENCE records_id_seq_v5 OWNED BY records.id;
+	CREATE TABLE records_default PARTITION OF records DEFAULT;
+	CREATE INDEX records_type ON records (type, id);
+	CREATE INDEX records_tsv ON records USING gin (tsv);
+	CREATE TRIGGER records_tsv BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION loupe_records_tsv();
+	INSERT INTO records (id, trace_id, seq, ts, type, doc, tsv) SELECT id, trace_id, seq, ts, type, doc, tsv FROM records_v4;
+	SELECT setval('records_id_seq_v5', coalesce((SELECT max(id) FROM records_v4), 0) + 1, false);
+	DROP TABLE records_v4;`,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.
 type Store struct {
 	db sqlstore.DB
+	// partitionsReady is the start (Unix ns) of the last day partition
+	// ensurePartitions made sure of; 0 before it ran.
+	partitionsReady atomic.Int64
 }
 
 var _ store.RecordPager = (*Store)(nil)
@@ -143,6 +188,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if s.db.ReadOnly == nil {
+		if err := s.ensurePartitions(ctx, time.Now()); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -215,6 +266,10 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 	if err := sqlstore.Validate(recs); err != nil {
 		return 0, err
 	}
+	// As days pass, the next days' partitions. If they cannot be made,
+	// the records go to the default partition, which holds any time:
+	// nothing is lost, and the next Append tries again.
+	_ = s.ensurePartitions(ctx, time.Now())
 	return s.appendValid(ctx, recs)
 }
 
@@ -298,8 +353,11 @@ func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Re
 		return 0, fmt.Errorf("copy: %w", err)
 	}
 	res, err := tx.Query(ctx, "INSERT INTO records (trace_id, seq, ts, type, doc, body) "+
-		"SELECT trace_id, seq, ts, type, doc, body FROM loupe_staging ORDER BY trace_id, seq "+
-		"ON CONFLICT (trace_id, seq) DO NOTHING RETURNING trace_id, seq")
+		"SELECT trace_id, seq, ts, type, doc, body FROM loupe_staging "+
+		// A record stored with another time is the same record: the
+		// unique index holds ts (see migration 5), this holds the rest.
+		"WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.trace_id = loupe_staging.trace_id AND r.seq = loupe_staging.seq) "+
+		"ORDER BY trace_id, seq ON CONFLICT DO NOTHING RETURNING trace_id, seq")
 	if err != nil {
 		return 0, err
 	}
@@ -410,9 +468,28 @@ func (s *Store) Delete(ctx context.Context, ids ...trace.TraceID) (int, error) {
 	return s.db.Delete(ctx, ids...)
 }
 
-// Prune implements store.Store.
+// Prune implements store.Store. With OlderThan, the partitions of
+// records wholly older than the cutoff are dropped first (see
+// partitions.go); the rest of the expired traces is deleted row by row.
 func (s *Store) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResult, error) {
-	return s.db.Prune(ctx, p)
+	if s.db.ReadOnly != nil {
+		return store.PruneResult{}, s.db.ReadOnly
+	}
+	dropped := 0
+	if p.OlderThan > 0 {
+		now := p.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		n, err := s.dropPartitions(ctx, now.Add(-p.OlderThan))
+		if err != nil {
+			return store.PruneResult{}, err
+		}
+		dropped = n
+	}
+	res, err := s.db.Prune(ctx, p)
+	res.Records += dropped
+	return res, err
 }
 
 // Close implements store.Store.
