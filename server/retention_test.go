@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,78 @@ func TestRetentionScheduled(t *testing.T) {
 	}
 	if _, err := New(Options{Store: e.st, Retain: -time.Hour}); err == nil {
 		t.Error("a negative Retain was accepted")
+	}
+}
+
+// TestRetentionAPI: an admin key sets the retention period through the
+// API for every collector on the store: the collector that took it
+// applies it at once, another one at its next pass; null goes back to
+// each collector's flag; read keys may look but not change, and a bad
+// period is a 400 that says what to send.
+func TestRetentionAPI(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	st := openStore(t)
+	e := newEnv(t, Options{Store: st, RequireKeys: true})
+	keys := map[Scope]string{}
+	for _, sc := range []Scope{ScopeRead, ScopeAdmin, ScopeIngest} {
+		k, _, err := CreateKey(ctx, st, sc, string(sc), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[sc] = k
+	}
+	e.key = keys[ScopeIngest]
+	old, recent, kept := runAt(1, now.Add(-10*24*time.Hour)), runAt(2, now.Add(-24*time.Hour)), runAt(3, now.Add(-24*time.Hour))
+	recs := append(append(old, recent...), kept...)
+	if code, b, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs)); code != 200 {
+		t.Fatalf("storing: %d %s", code, b)
+	}
+	// A second collector on the same store, without --retain.
+	other := newEnv(t, Options{Store: st, RequireKeys: true})
+	for _, tc := range []struct {
+		key, method, body string
+		code              int
+		want              string
+	}{
+		{keys[ScopeRead], "GET", "", 200, `"period":"0s","source":"flag"`},
+		{keys[ScopeRead], "PUT", `{"period":"7d"}`, 403, ""},
+		{keys[ScopeIngest], "PUT", `{"period":"7d"}`, 403, ""},
+		{keys[ScopeAdmin], "PUT", `{"period":"soon"}`, 400, "90s, 24h or 7d"},
+		{keys[ScopeAdmin], "PUT", `{"period":"5m"}`, 400, "under an hour"},
+		{keys[ScopeAdmin], "PUT", `{"days":7}`, 400, "unknown field"},
+		{keys[ScopeAdmin], "PUT", `{"period":"7d"}`, 200, `"period":"168h0m0s","source":"api"`},
+	} {
+		e.key = tc.key
+		var body []byte
+		ctype := ""
+		if tc.body != "" {
+			body, ctype = []byte(tc.body), "application/json"
+		}
+		code, b, _ := e.do(tc.method, "/api/v1/retention", ctype, body)
+		if code != tc.code || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s %s %s: %d %s, want %d with %q", tc.key[:6], tc.method, tc.body, code, b, tc.code, tc.want)
+		}
+	}
+	// The collector that took the period runs a pass at once.
+	for deadline := time.Now().Add(10 * time.Second); stored(t, st, old[0].TraceID) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) { // a hang, not a timing claim
+			t.Fatal("the 10-day-old trace is still there 10s after the period was set")
+		}
+	}
+	// The other one follows the same period at its next pass.
+	res, err := other.srv.ApplyRetention(ctx, now.Add(6*24*time.Hour+time.Hour))
+	if err != nil || len(res.Traces) != 2 {
+		t.Fatalf("the other collector's pass 7 days on removed %v, %v; want the two 1-day-old traces", res.Traces, err)
+	}
+	if code, b, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(kept)); code != 200 {
+		t.Fatalf("storing again: %d %s", code, b)
+	}
+	e.key = keys[ScopeAdmin]
+	if code, b, _ := e.do("PUT", "/api/v1/retention", "application/json", []byte(`{"period":null}`)); code != 200 || !strings.Contains(string(b), `"period":"0s","source":"flag"`) {
+		t.Errorf("back to the flag: %d %s", code, b)
+	}
+	if res, err := other.srv.ApplyRetention(ctx, now.Add(365*24*time.Hour)); err != nil || len(res.Traces) != 0 {
+		t.Errorf("with retention off a pass removed %v, %v", res.Traces, err)
 	}
 }

@@ -352,6 +352,8 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/stream", scopeRead, cheap, s.streamAll},
 		{"GET /api/v1/traces/{id}/stream", scopeRead, cheap, s.streamTrace},
 		{"GET /api/v1/traces/{id}/records", scopeRead, light, s.getRecords},
+		{"GET /api/v1/retention", scopeRead, cheap, s.getRetention},
+		{"PUT /api/v1/retention", scopeAdmin, cheap, s.putRetention},
 		{"GET /api/v1/openapi.json", scopeNone, cheap, s.openAPI},
 		{"GET /api/v1/session", scopeRead, cheap, s.getSession},
 		{"POST /api/v1/session", scopeNone, cheap, s.postSession},
