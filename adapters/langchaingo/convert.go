@@ -220,7 +220,7 @@ func usageOf(info map[string]any) trace.Usage {
 		CachedTokens:    first(info, cachedKeys),
 	}
 	if read, write := first(info, cacheReadKeys), first(info, cacheWriteKeys); read+write > 0 {
-		u.InputTokens += read + write
+		u.InputTokens = min(u.InputTokens+read+write, maxTokens)
 		u.CachedTokens = read
 	}
 	if u.ReasoningTokens > u.OutputTokens {

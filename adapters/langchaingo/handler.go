@@ -84,6 +84,7 @@ const (
 type state struct {
 	mu     sync.Mutex
 	frames []*frame
+	dead   bool // forgotten by release: look the context up again
 }
 
 // A frame is a run, or an agent's planning chain inside one (transparent:
@@ -137,19 +138,16 @@ type retrieval struct {
 	query string
 }
 
-// key returns what tells ctx's runs apart: ctx itself, or one shared key
-// for a nil context or one that cannot be a map key.
+// sharedKey is the key of the state of contexts that cannot be map keys.
 type sharedKey struct{}
 
-// lookup returns the state for ctx, creating it when create is set; nil
-// when there is none.
+// lookup returns the state for ctx (not nil), creating it when create is
+// set; nil when there is none. A context is its runs' key; contexts that
+// cannot be map keys share one.
 func (h *Handler) lookup(ctx context.Context, create bool) (st *state) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var k any = sharedKey{}
-	if ctx != nil {
-		k = ctx
-	}
+	var k any = ctx
 	defer func() {
 		// A context whose dynamic value is not comparable panics as a
 		// map key: such contexts share one key.
@@ -177,25 +175,44 @@ func (h *Handler) release(ctx context.Context, st *state) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	defer func() { _ = recover() }() // see lookup
-	var k any = sharedKey{}
-	if ctx != nil {
-		k = ctx
-	}
-	if h.states[k] == st {
-		delete(h.states, k)
-	} else if h.states[sharedKey{}] == st {
+	st.dead = true
+	if !h.forget(ctx, st) && h.states[sharedKey{}] == st {
 		delete(h.states, sharedKey{})
 	}
 }
 
+// forget deletes key k's state if it is st, and reports whether it did; a
+// key that cannot be a map key (see lookup) is not deleted. h.mu is held.
+func (h *Handler) forget(k any, st *state) (done bool) {
+	defer func() {
+		if recover() != nil {
+			done = false
+		}
+	}()
+	if h.states[k] == st {
+		delete(h.states, k)
+		return true
+	}
+	return false
+}
+
 // with runs fn with ctx's state locked, creating the state, and forgets
 // the state afterwards if nothing is left in progress.
-func (h *Handler) with(ctx context.Context, fn func(st *state)) {
-	st := h.lookup(ctx, true)
-	st.mu.Lock()
+func (h *Handler) with(ctx context.Context, fn func(ctx context.Context, st *state)) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var st *state
+	for {
+		st = h.lookup(ctx, true)
+		st.mu.Lock()
+		if !st.dead {
+			break
+		}
+		st.mu.Unlock()
+	}
 	defer st.mu.Unlock()
-	fn(st)
+	fn(ctx, st)
 	h.release(ctx, st)
 }
 
@@ -319,7 +336,7 @@ func (r *run) closeAll(h *Handler, err error) {
 // a chain inside another; an agent's planning chain instead begins an
 // iteration of the run it belongs to.
 func (h *Handler) HandleChainStart(ctx context.Context, inputs map[string]any) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		parent := st.topOwned()
 		if parent != nil {
 			if pad, ok := inputs["agent_scratchpad"]; ok {
@@ -375,7 +392,7 @@ func (st *state) popChain(h *Handler, err error) *frame {
 
 // HandleChainEnd ends the innermost chain's run with its outputs.
 func (h *Handler) HandleChainEnd(ctx context.Context, outputs map[string]any) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		f := st.popChain(h, nil)
 		if f == nil || f.transparent {
 			return
@@ -394,7 +411,7 @@ func (h *Handler) HandleChainError(ctx context.Context, err error) {
 	if err == nil {
 		err = errors.New("langchaingo reported a chain error without an error")
 	}
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		f := st.popChain(h, err)
 		if f == nil {
 			return
@@ -415,7 +432,7 @@ func (h *Handler) HandleChainError(ctx context.Context, err error) {
 // startModel opens a model call with input; a call still open is ended
 // first as never reported.
 func (h *Handler) startModel(ctx context.Context, msgs []message) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		if f := st.top(); f != nil && !f.transparent && r.kind == owned {
 			// A model call the run makes itself is a planning step: the
@@ -461,7 +478,7 @@ func (h *Handler) HandleLLMStart(ctx context.Context, prompts []string) {
 
 // HandleLLMGenerateContentEnd records the model call with its response.
 func (h *Handler) HandleLLMGenerateContentEnd(ctx context.Context, res *llms.ContentResponse) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		r.endModelWith(h, res, nil)
 		st.settle()
@@ -473,7 +490,7 @@ func (h *Handler) HandleLLMError(ctx context.Context, err error) {
 	if err == nil {
 		err = errors.New("langchaingo reported a model error without an error")
 	}
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		r.endModelWith(h, nil, err)
 		st.settle()
@@ -526,6 +543,9 @@ func (h *Handler) price(model string, u *trace.Usage) {
 // HandleStreamingFunc records chunk as a model.delta of the model call in
 // progress (of the run, when no call is open).
 func (h *Handler) HandleStreamingFunc(ctx context.Context, chunk []byte) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	st := h.lookup(ctx, false)
 	if st == nil {
 		if ec := trace.FromContext(ctx); ec != nil {
@@ -536,7 +556,7 @@ func (h *Handler) HandleStreamingFunc(ctx context.Context, chunk []byte) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	f := st.top()
-	if f == nil {
+	if f == nil || st.dead {
 		return
 	}
 	rec := trace.Record{Type: trace.TypeModelDelta, Name: h.modelName(), Status: "text", Output: trace.Text(string(chunk))}
@@ -556,7 +576,7 @@ func (h *Handler) modelName() string {
 // HandleAgentAction starts a tool call named after the action's tool: the
 // executor calls the tool right after. Tool calls still open are done.
 func (h *Handler) HandleAgentAction(ctx context.Context, action schema.AgentAction) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		r.closeTools(nil, nil)
 		if r.kind == owned {
@@ -577,7 +597,7 @@ func (h *Handler) HandleAgentAction(ctx context.Context, action schema.AgentActi
 // HandleToolStart marks the tool call the last agent action started as
 // running; without one it starts a tool call named "tool".
 func (h *Handler) HandleToolStart(ctx context.Context, input string) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		if n := len(r.tools); n > 0 && r.tools[n-1].action && !r.tools[n-1].started {
 			r.tools[n-1].started = true
@@ -591,7 +611,7 @@ func (h *Handler) HandleToolStart(ctx context.Context, input string) {
 // endTool ends the latest open tool call with output or err; without one
 // it records the end alone.
 func (h *Handler) endTool(ctx context.Context, output trace.Value, err error) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		if n := len(r.tools); n > 0 {
 			t := r.tools[n-1]
@@ -621,7 +641,7 @@ func (h *Handler) HandleToolError(ctx context.Context, err error) {
 // ends the iteration; a finish for want of iterations records the
 // max_iterations guardrail and sets the run's termination.
 func (h *Handler) HandleAgentFinish(ctx context.Context, finish schema.AgentFinish) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		r.closeTools(nil, nil)
 		out, _ := finish.ReturnValues["output"].(string)
@@ -641,7 +661,7 @@ func (h *Handler) HandleAgentFinish(ctx context.Context, finish schema.AgentFini
 // HandleRetrieverStart starts a tool call named "retriever" with input
 // {"query": query}.
 func (h *Handler) HandleRetrieverStart(ctx context.Context, query string) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		span := r.ec.StartSpan(trace.SpanTool, retrieverName, safeJSON(map[string]string{"query": query}))
 		r.retrievals = append(r.retrievals, &retrieval{span: span, query: query})
@@ -650,7 +670,7 @@ func (h *Handler) HandleRetrieverStart(ctx context.Context, query string) {
 
 // HandleRetrieverEnd ends the retrieval of query with the documents found.
 func (h *Handler) HandleRetrieverEnd(ctx context.Context, query string, documents []schema.Document) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		out := documentsValue(documents)
 		i := len(r.retrievals) - 1
@@ -673,7 +693,7 @@ func (h *Handler) HandleRetrieverEnd(ctx context.Context, query string, document
 
 // HandleText records text as a custom record named "langchaingo.text".
 func (h *Handler) HandleText(ctx context.Context, text string) {
-	h.with(ctx, func(st *state) {
+	h.with(ctx, func(ctx context.Context, st *state) {
 		r := h.target(ctx, st)
 		r.ec.Custom("langchaingo.text", trace.Text(text))
 		st.settle()
