@@ -3,15 +3,17 @@
 // langchaingo callbacks.Handler that turns the callbacks into trace records
 // the way Loupe's own agent runtime makes them.
 //
-// Hand one Handler to everything that takes a callbacks handler (the
-// executor, the agent, the model, the tools) and run the chain:
+// Make a Handler over a Tracer and hand it to everything that takes a
+// callbacks handler (the model, the tools, the agent, the executor), then
+// run the chain as usual:
 //
-//	h := lctrace.New(tracer, lctrace.Options{Model: "gpt-4o", Provider: "openai"})
-//	exec := agents.NewExecutor(agents.NewOneShotAgent(llm, tls, agents.WithCallbacksHandler(h)), agents.WithCallbacksHandler(h))
-//	answer, err := chains.Run(ctx, exec, "What is 3 to the power of 4?")
+//	h := lctrace.New(tracer, lctrace.Options{Model: "gpt-4o-mini", Provider: "openai"})
+//	agent := agents.NewOpenAIFunctionsAgent(llm, tls, agents.WithCallbacksHandler(h)) // llm from openai.New(…, openai.WithCallback(h))
+//	answer, err := chains.Run(ctx, agents.NewExecutor(agent, agents.WithCallbacksHandler(h)), "What is 6 * 7?")
 //
-// (llm is built with the provider's callback option, openai.WithCallback(h)
-// for example, and tools that take a CallbacksHandler get h too.)
+// Tools that take a CallbacksHandler (tools.Calculator{CallbacksHandler:
+// h}, …) report their own start, end and errors; others are recorded from
+// the agent's actions alone.
 //
 // # What is recorded
 //
@@ -52,6 +54,22 @@
 //   - The agent's finish is an assistant message; a finish because the
 //     executor ran out of iterations records the max_iterations guardrail
 //     and ends the run with termination max_iterations.
+//   - A model, tool or retriever call made outside any chain is recorded
+//     into the Loupe run the context carries, or else into a root run of its
+//     own that ends with it.
+//
+// # Limits
+//
+// langchaingo's callbacks say less than Loupe's runtime knows, so some
+// things are not recorded: the tools offered to the model (no
+// tool.discovered records), the model's name (set Options.Model), a parse
+// error the executor shows the agent (the next iteration begins without
+// it), and a retriever's error (its search is failed with the run's error,
+// or as never ended). A chain run with a context derived from the one its
+// caller got (context.WithTimeout inside a tool, say) cannot be told to be
+// nested and starts a run of its own, unless that context carries a Loupe
+// run. A run whose chain never reports its end (a panic through
+// langchaingo) keeps its state in the Handler.
 //
 // # Concurrency
 //

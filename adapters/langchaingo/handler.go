@@ -700,9 +700,11 @@ func (h *Handler) HandleText(ctx context.Context, text string) {
 	})
 }
 
-// scratchpadObservations returns a function that finds a one-shot agent's
-// tool call's observation in its scratchpad, which the agent writes as
-// "\n" + the action's log + "\nObservation: " + observation + "\n" per step.
+// scratchpadObservations returns a function that finds a text agent's
+// tool call's observation in its scratchpad, which the one-shot agent
+// writes as "\n" + the action's log + "\nObservation: " + observation +
+// "\n" per step, and the conversational agent as the action's log +
+// "\nObservation: " + observation, then "\nThought:" at the end.
 func scratchpadObservations(pad string, tools []*toolCall) func(*toolCall) trace.Value {
 	if pad == "" {
 		return nil
@@ -726,6 +728,9 @@ func scratchpadObservations(pad string, tools []*toolCall) func(*toolCall) trace
 				}
 			}
 		}
-		return trace.Text(strings.TrimSuffix(obs, "\n"))
+		// The one-shot agent ends each step with "\n", the conversational
+		// one the scratchpad with "\nThought:".
+		obs = strings.TrimSuffix(strings.TrimSuffix(obs, "\nThought:"), "\n")
+		return trace.Text(obs)
 	}
 }

@@ -174,6 +174,7 @@ func TestExecutor(t *testing.T) {
 		functions bool // an OpenAI functions agent, else a one-shot agent
 		callbacks bool // the tools report to the handler
 		maxIter   int
+		parserErr bool // the executor shows parse errors to the agent
 		question  string
 		turns     []turn
 
@@ -230,6 +231,24 @@ func TestExecutor(t *testing.T) {
 `,
 		tools:  []toolWant{{name: "calculator", input: `"7 * 6"`, output: `"42"`}},
 		tokens: [2]int64{240, 36},
+	}, {
+		name:      "one-shot agent, unparsable answer shown to the agent",
+		callbacks: true,
+		parserErr: true,
+		question:  "What is 1 + 1?",
+		turns: []turn{
+			{content: "I think it is two."},
+			{content: "Thought: I now know the final answer\nFinal Answer: 2"},
+		},
+		answer: "2",
+		outline: `run.start langchaingo → run.end success
+  message user
+  iteration.start → iteration.end continue
+    model.call llm stop
+  iteration.start → iteration.end terminate
+    model.call llm stop
+    message assistant
+`,
 	}, {
 		name:      "one-shot agent, failing tool ends the run",
 		callbacks: true,
@@ -366,6 +385,9 @@ func TestExecutor(t *testing.T) {
 			opts := []agents.Option{agents.WithCallbacksHandler(h)}
 			if tc.maxIter > 0 {
 				opts = append(opts, agents.WithMaxIterations(tc.maxIter))
+			}
+			if tc.parserErr {
+				opts = append(opts, agents.WithParserErrorHandler(agents.NewParserErrorHandler(nil)))
 			}
 			exec := agents.NewExecutor(agent, opts...)
 
