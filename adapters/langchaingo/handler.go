@@ -67,10 +67,11 @@ func New(tracer *trace.Tracer, opts Options) *Handler {
 	return &Handler{tracer: tracer, opts: opts, prices: p, states: map[any]*state{}}
 }
 
-// Texts of the errors recorded for operations that langchaingo never
-// reported the end of.
 const (
-	errNoEnd      = "langchaingo reported no end for this call"
+	// errNoEnd is the error of a call whose end langchaingo never
+	// reported, recorded when its run ends or the next call begins.
+	errNoEnd = "langchaingo reported no end for this call"
+	// Names of what langchaingo's callbacks do not name.
 	nestedRunName = "chain"
 	retrieverName = "retriever"
 	unnamedTool   = "tool"
@@ -358,15 +359,16 @@ func (h *Handler) HandleChainStart(ctx context.Context, inputs map[string]any) {
 				pctx = parent.tools[n-1].span.Context(pctx) // run by the tool in progress
 			}
 			r.ctx, r.ec = trace.SpawnChild(pctx, nestedRunName, nil)
-			r.ec.Message("user", in)
 		case trace.FromContext(ctx) != nil:
 			r.ctx, r.ec = trace.SpawnChild(ctx, h.opts.Name, nil)
-			r.ec.Message("user", in)
 		default:
 			r.ctx, r.ec = h.tracer.Start(ctx, h.opts.Name, trace.RunOptions{Input: in, Tags: h.opts.Tags})
-			if len(in) > 0 && in[0] == '"' {
-				r.ec.Message("user", in)
-			}
+		}
+		// The input as the user's message, as Loupe's agent loop records
+		// it; a nested run has no other place for it (child.spawn carries
+		// none), a root run has it on run.start too.
+		if len(in) > 0 && (in[0] == '"' || r.ec.Parent() != nil) {
+			r.ec.Message("user", in)
 		}
 		st.frames = append(st.frames, &frame{r: r})
 	})
