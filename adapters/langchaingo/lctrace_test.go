@@ -623,7 +623,7 @@ func TestChains(t *testing.T) {
 			turn{content: "Bonne nuit"},
 			turn{content: "It is \"Bonne nuit\"."},
 		)
-		translate := chainTool{chain: chains.NewLLMChain(model, prompt, chains.WithCallback(h)), h: h}
+		translate := chainTool{name: "translate", chain: chains.NewLLMChain(model, prompt, chains.WithCallback(h)), h: h}
 		exec := agents.NewExecutor(agents.NewOpenAIFunctionsAgent(model, []tools.Tool{translate}, agents.WithCallbacksHandler(h)), agents.WithCallbacksHandler(h))
 		if _, err := chains.Run(context.Background(), exec, "Say good night in French"); err != nil {
 			t.Fatal(err)
@@ -656,17 +656,62 @@ func TestChains(t *testing.T) {
 		}
 		tracetest.New(t, recs).CalledExactly("translate").NoErrors().MaxLLMCalls(3)
 	})
+
+	t.Run("agent run by a tool", func(t *testing.T) {
+		tr, c := newTracer()
+		h := lctrace.New(tr, lctrace.Options{})
+		model := newScripted(h,
+			turn{calls: []llms.ToolCall{funcCall("m1", "math_agent", `{"__arg1":"What is 12 * 12?"}`)}},
+			turn{content: "Action: calculator\nAction Input: 12 * 12"},
+			turn{content: "Final Answer: 144"},
+			turn{content: "The math agent says 144."},
+		)
+		inner := agents.NewExecutor(agents.NewOneShotAgent(model, []tools.Tool{tools.Calculator{CallbacksHandler: h}}, agents.WithCallbacksHandler(h)), agents.WithCallbacksHandler(h))
+		sub := chainTool{name: "math_agent", chain: inner, h: h}
+		exec := agents.NewExecutor(agents.NewOpenAIFunctionsAgent(model, []tools.Tool{sub}, agents.WithCallbacksHandler(h)), agents.WithCallbacksHandler(h))
+		out, err := chains.Run(context.Background(), exec, "Ask the math agent for 12 * 12")
+		if err != nil || out != "The math agent says 144." {
+			t.Fatalf("run returned %q, %v", out, err)
+		}
+		recs := one(t, c)
+		want := `run.start langchaingo → run.end success
+  message user
+  iteration.start → iteration.end continue
+    model.call llm tool_calls
+    tool.start math_agent → tool.end
+      child.spawn chain → child.end success
+        message user
+        iteration.start → iteration.end continue
+          model.call llm stop
+          tool.start calculator → tool.end
+        iteration.start → iteration.end terminate
+          model.call llm stop
+          message assistant
+  iteration.start → iteration.end terminate
+    model.call llm stop
+    message assistant
+`
+		if got := outline(recs); got != want {
+			t.Errorf("trace tree:\n%s\nwant:\n%s", got, want)
+		}
+		st := trace.StatsOf(recs)
+		if st.Iterations != 4 || st.Children != 1 {
+			t.Errorf("stats: %d iterations, %d nested runs; want 4 and 1", st.Iterations, st.Children)
+		}
+		tracetest.New(t, recs).CalledInOrder("math_agent", "calculator").NoErrors().OutputContains("144")
+	})
 }
 
 // chainTool is a langchaingo tool that runs a chain, the way a sub-agent
 // or a translation step is offered to an agent.
 type chainTool struct {
+	name  string
 	chain chains.Chain
 	h     *lctrace.Handler
 }
 
-func (chainTool) Name() string        { return "translate" }
-func (chainTool) Description() string { return "Translates text to French." }
+func (c chainTool) Name() string      { return c.name }
+func (chainTool) Description() string { return "Runs a chain on its input." }
 func (c chainTool) Call(ctx context.Context, input string) (string, error) {
 	c.h.HandleToolStart(ctx, input)
 	out, err := chains.Run(ctx, c.chain, input)
