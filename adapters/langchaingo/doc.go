@@ -39,7 +39,8 @@
 //     usage read from the response's GenerationInfo (the keys of every
 //     langchaingo provider: PromptTokens, InputTokens, input_tokens, …),
 //     the cost when Options.Model is priced, the error and the duration.
-//     Streamed chunks are model.delta records of the call in progress.
+//     Streamed chunks are model.delta records of the call in progress. A
+//     model call a tool makes while it runs hangs under its tool call.
 //   - Tool calls: an agent action starts a tool call named after the
 //     action's tool (HandleToolStart carries no name), with the action's
 //     input as arguments (the JSON value when it is one, else the string);

@@ -120,10 +120,11 @@ type run struct {
 }
 
 type modelCall struct {
-	id    trace.SpanID
-	name  string // as the deltas were recorded
-	start time.Time
-	input trace.Value
+	id     trace.SpanID
+	parent trace.SpanID // the tool call making it, if any; else the iteration or run
+	name   string       // as the deltas were recorded
+	start  time.Time
+	input  trace.Value
 }
 
 type toolCall struct {
@@ -461,6 +462,9 @@ func (h *Handler) startModel(ctx context.Context, msgs []message) {
 			r.endModelWith(h, nil, errors.New(errNoEnd))
 		}
 		r.model = &modelCall{id: trace.NewSpanID(), name: h.modelName(), start: time.Now(), input: requestValue(msgs)}
+		if n := len(r.tools); n > 0 && r.tools[n-1].started {
+			r.model.parent = r.tools[n-1].span.ID() // made by the tool in progress
+		}
 	})
 }
 
@@ -507,7 +511,7 @@ func (r *run) endModelWith(h *Handler, res *llms.ContentResponse, err error) {
 	}
 	m := r.model
 	r.model = nil
-	rec := trace.Record{Type: trace.TypeModelCall, SpanID: m.id, Input: m.input, Duration: time.Since(m.start)}
+	rec := trace.Record{Type: trace.TypeModelCall, SpanID: m.id, ParentID: m.parent, Input: m.input, Duration: time.Since(m.start)}
 	rec.Name = h.opts.Model
 	if res != nil {
 		resp := responseOf(res)

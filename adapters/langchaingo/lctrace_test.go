@@ -657,6 +657,34 @@ func TestChains(t *testing.T) {
 		tracetest.New(t, recs).CalledExactly("translate").NoErrors().MaxLLMCalls(3)
 	})
 
+	t.Run("model called by a tool", func(t *testing.T) {
+		tr, c := newTracer()
+		h := lctrace.New(tr, lctrace.Options{})
+		model := newScripted(h,
+			turn{calls: []llms.ToolCall{funcCall("s1", "summarize", `{"__arg1":"a long text"}`)}},
+			turn{content: "short"},
+			turn{content: "Summary: short"},
+		)
+		summarize := modelTool{model: model, h: h}
+		exec := agents.NewExecutor(agents.NewOpenAIFunctionsAgent(model, []tools.Tool{summarize}, agents.WithCallbacksHandler(h)), agents.WithCallbacksHandler(h))
+		if _, err := chains.Run(context.Background(), exec, "Summarise a long text"); err != nil {
+			t.Fatal(err)
+		}
+		want := `run.start langchaingo → run.end success
+  message user
+  iteration.start → iteration.end continue
+    model.call llm tool_calls
+    tool.start summarize → tool.end
+      model.call llm stop
+  iteration.start → iteration.end terminate
+    model.call llm stop
+    message assistant
+`
+		if got := outline(one(t, c)); got != want {
+			t.Errorf("trace tree:\n%s\nwant:\n%s", got, want)
+		}
+	})
+
 	t.Run("agent run by a tool", func(t *testing.T) {
 		tr, c := newTracer()
 		h := lctrace.New(tr, lctrace.Options{})
@@ -720,6 +748,25 @@ func (c chainTool) Call(ctx context.Context, input string) (string, error) {
 		return "", err
 	}
 	c.h.HandleToolEnd(ctx, out)
+	return out, nil
+}
+
+// modelTool is a langchaingo tool that asks a model itself.
+type modelTool struct {
+	model llms.Model
+	h     *lctrace.Handler
+}
+
+func (modelTool) Name() string        { return "summarize" }
+func (modelTool) Description() string { return "Summarises a text." }
+func (m modelTool) Call(ctx context.Context, input string) (string, error) {
+	m.h.HandleToolStart(ctx, input)
+	out, err := llms.GenerateFromSinglePrompt(ctx, m.model, "Summarise: "+input)
+	if err != nil {
+		m.h.HandleToolError(ctx, err)
+		return "", err
+	}
+	m.h.HandleToolEnd(ctx, out)
 	return out, nil
 }
 
