@@ -195,14 +195,16 @@ func choiceValue(c *llms.ContentChoice) trace.Value {
 
 // Keys of GenerationInfo that hold token counts, by what they count, in
 // the spellings of langchaingo's providers (OpenAI and compatible ones,
-// Anthropic, Google AI and Vertex, Bedrock, Ollama, Mistral, …).
+// Anthropic, Google AI and Vertex, Bedrock, Ollama, …), most specific
+// first.
 var (
 	inputKeys     = []string{"PromptTokens", "InputTokens", "input_tokens", "prompt_tokens", "promptTokenCount", "prompt_eval_count"}
 	outputKeys    = []string{"CompletionTokens", "OutputTokens", "output_tokens", "completion_tokens", "candidatesTokenCount", "eval_count"}
 	reasoningKeys = []string{"ReasoningTokens", "CompletionReasoningTokens", "ThinkingTokens", "reasoning_tokens"}
-	cachedKeys    = []string{"PromptCachedTokens", "CachedTokens", "cached_tokens"}
+	cachedKeys    = []string{"PromptCachedTokens", "CachedTokens", "CacheReadInputTokens", "cached_tokens", "cache_read_input_tokens"}
 	// Anthropic counts cache reads and writes apart from its input
-	// tokens; trace.Usage counts them in.
+	// tokens, under these keys; trace.Usage counts them in. (Google AI
+	// also sets CacheReadInputTokens, but its PromptTokens include them.)
 	cacheReadKeys  = []string{"CacheReadInputTokens", "cache_read_input_tokens"}
 	cacheWriteKeys = []string{"CacheCreationInputTokens", "cache_creation_input_tokens"}
 )
@@ -213,22 +215,21 @@ func usageOf(info map[string]any) trace.Usage {
 	if len(info) == 0 {
 		return trace.Usage{}
 	}
-	u := trace.Usage{
-		InputTokens:     first(info, inputKeys),
-		OutputTokens:    first(info, outputKeys),
-		ReasoningTokens: first(info, reasoningKeys),
-		CachedTokens:    first(info, cachedKeys),
-	}
-	if read, write := first(info, cacheReadKeys), first(info, cacheWriteKeys); read+write > 0 {
+	in, key := first(info, inputKeys)
+	u := trace.Usage{InputTokens: in}
+	u.OutputTokens, _ = first(info, outputKeys)
+	u.ReasoningTokens, _ = first(info, reasoningKeys)
+	u.CachedTokens, _ = first(info, cachedKeys)
+	read, _ := first(info, cacheReadKeys)
+	write, _ := first(info, cacheWriteKeys)
+	// Anthropic's provider reports InputTokens, its raw API input_tokens
+	// beside cache_…_input_tokens: both without the cached part.
+	if key == "InputTokens" || key == "input_tokens" && (info["cache_read_input_tokens"] != nil || info["cache_creation_input_tokens"] != nil) {
 		u.InputTokens = min(u.InputTokens+read+write, maxTokens)
 		u.CachedTokens = read
 	}
-	if u.ReasoningTokens > u.OutputTokens {
-		u.ReasoningTokens = u.OutputTokens
-	}
-	if u.CachedTokens > u.InputTokens {
-		u.CachedTokens = u.InputTokens
-	}
+	u.ReasoningTokens = min(u.ReasoningTokens, u.OutputTokens)
+	u.CachedTokens = min(u.CachedTokens, u.InputTokens)
 	return u
 }
 
@@ -236,14 +237,15 @@ func usageOf(info map[string]any) trace.Usage {
 // not token counts.
 const maxTokens = 1 << 40
 
-// first returns the first of keys in info that holds a token count.
-func first(info map[string]any, keys []string) int64 {
+// first returns the first of keys in info that holds a token count, and
+// that key.
+func first(info map[string]any, keys []string) (int64, string) {
 	for _, k := range keys {
 		if n, ok := count(info[k]); ok {
-			return n
+			return n, k
 		}
 	}
-	return 0
+	return 0, ""
 }
 
 // count reads a non-negative token count of any numeric type.
