@@ -30,16 +30,16 @@ func TestUsage(t *testing.T) {
 		want:  trace.Usage{Provider: "openai", InputTokens: 200, OutputTokens: 30, CachedTokens: 128},
 		price: true,
 	}, {
-		name: "openai reasoning model",
-		opts: lctrace.Options{Model: "o3-mini"},
-		info: map[string]any{"CompletionTokens": 500, "PromptTokens": 40, "ReasoningTokens": 448, "ThinkingContent": ""},
+		name:  "openai reasoning model",
+		opts:  lctrace.Options{Model: "o3-mini"},
+		info:  map[string]any{"CompletionTokens": 500, "PromptTokens": 40, "ReasoningTokens": 448, "ThinkingContent": ""},
 		model: "o3-mini",
 		want:  trace.Usage{InputTokens: 40, OutputTokens: 500, ReasoningTokens: 448},
 		price: true,
 	}, {
-		name: "anthropic: cache reads and writes are input",
-		opts: lctrace.Options{Provider: "anthropic"},
-		info: map[string]any{"InputTokens": 20, "OutputTokens": 7, "CacheCreationInputTokens": 1000, "CacheReadInputTokens": 3000},
+		name:  "anthropic: cache reads and writes are input",
+		opts:  lctrace.Options{Provider: "anthropic"},
+		info:  map[string]any{"InputTokens": 20, "OutputTokens": 7, "CacheCreationInputTokens": 1000, "CacheReadInputTokens": 3000},
 		model: "llm",
 		want:  trace.Usage{Provider: "anthropic", InputTokens: 4020, OutputTokens: 7, CachedTokens: 3000},
 	}, {
