@@ -2,12 +2,16 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/loupe-dev/loupe/store/internal/sqlstore"
+	"github.com/loupe-dev/loupe/store/postgres"
 	"github.com/loupe-dev/loupe/store/storetest"
 )
 
@@ -97,4 +101,53 @@ func BenchmarkIngest(b *testing.B) {
 			b.StartTimer()
 		}
 	})
+}
+
+// benchStore returns a store holding the benchmark data set of n records
+// (storetest.Fill), in a schema of LOUPE_TEST_POSTGRES named for n that is
+// built once and kept between runs (drop it by hand: DROP SCHEMA
+// bench_N CASCADE). It reports the bytes the data set takes on disk per
+// record: tables, indexes and TOAST, every partition.
+func benchStore(b *testing.B, n int) *postgres.Store {
+	dsn := testDSN(b)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	schema := "bench_" + strconv.Itoa(n)
+	if _, err := db.Exec("CREATE SCHEMA IF NOT EXISTS " + schema); err != nil {
+		b.Fatal(err)
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	sdsn := dsn + sep + "search_path=" + schema
+	s := open(b, sdsn)
+	var done bool
+	db.QueryRow("SELECT true FROM " + schema + ".meta WHERE key = 'bench_done'").Scan(&done)
+	if !done {
+		t := time.Now()
+		// Records of the last days, so that they fill day partitions.
+		storetest.Fill(b, s, n, time.Now().Add(-48*time.Hour))
+		if _, err := db.Exec("INSERT INTO " + schema + ".meta VALUES ('bench_done', 'true')"); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("built schema %s with %d records in %v", schema, n, time.Since(t))
+	}
+	var bytes int64
+	if err := db.QueryRow(`SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+		JOIN pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = $1 AND c.relkind = 'r'`, schema).Scan(&bytes); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("schema %s: %d bytes on disk, %.0f bytes per record", schema, bytes, float64(bytes)/float64(n))
+	return s
+}
+
+// BenchmarkQueries measures p50/p95 latency of the CLI's and the UI's
+// common queries (storetest.BenchQueries) on n records (about 20 per
+// trace; LOUPE_BENCH_RECORDS, default 50000), in day partitions.
+func BenchmarkQueries(b *testing.B) {
+	storetest.BenchQueries(b, benchStore(b, storetest.BenchRecords(50000)))
 }

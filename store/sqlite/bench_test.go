@@ -148,57 +148,12 @@ func benchStore(b *testing.B, n int) store.Store {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// BenchmarkQueries measures p50/p95 latency of the CLI's common queries on
-// a store of n records (about 20 per trace).
+// BenchmarkQueries measures p50/p95 latency of the CLI's and the UI's
+// common queries (storetest.BenchQueries) on a store of n records (about
+// 20 per trace).
 func BenchmarkQueries(b *testing.B) {
 	n := storetest.BenchRecords(defaultBenchRecords)
-	s := benchStore(b, n)
-	ctx := context.Background()
-	const reps = 200
-	for _, bc := range []struct {
-		name string
-		fn   func() error
-	}{
-		{"list-first-page", func() error { _, err := s.List(ctx, store.ListQuery{}); return err }},
-		{"list-filtered", func() error {
-			_, err := s.List(ctx, store.ListQuery{Filter: store.Filter{Model: "claude", Tags: []string{"env:prod"}, HasErrors: true}})
-			return err
-		}},
-		{"search-filtered", func() error {
-			q, err := store.ParseQuery("type:tool.error model:claude tool:calc")
-			if err == nil {
-				_, err = s.Search(ctx, q)
-			}
-			return err
-		}},
-		{"search-text", func() error {
-			q, err := store.ParseQuery("city042 sunny")
-			if err == nil {
-				_, err = s.Search(ctx, q)
-			}
-			return err
-		}},
-		{"search-text-filtered", func() error {
-			q, err := store.ParseQuery(`"weather report" tool:fetch tag:env:ci`)
-			if err == nil {
-				_, err = s.Search(ctx, q)
-			}
-			return err
-		}},
-		{"get-trace", func() error {
-			p, err := s.List(ctx, store.ListQuery{Limit: 1})
-			if err == nil {
-				_, err = s.Trace(ctx, p.Traces[0].ID)
-			}
-			return err
-		}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			for range b.N {
-				storetest.Percentiles(b, reps, bc.fn)
-			}
-		})
-	}
+	storetest.BenchQueries(b, benchStore(b, n))
 }
 
 // BenchmarkExport streams the whole benchmark store and reports the peak

@@ -200,3 +200,68 @@ var SinkBatch = func() int {
 	}
 	return store.SinkBatchSize
 }()
+
+// BenchQueries measures p50/p95 latency, 200 runs each, of the queries the
+// CLI and the web UI make most on a store filled by Fill: the runs list's
+// first page and a filtered one, searches by filters, by text and by
+// both, one whole trace, and the first page of a trace's records (what
+// the run view draws from) where the store is a store.RecordPager.
+func BenchQueries(b *testing.B, s store.Store) {
+	ctx := context.Background()
+	const reps = 200
+	search := func(q string) func() error {
+		return func() error {
+			pq, err := store.ParseQuery(q)
+			if err == nil {
+				_, err = s.Search(ctx, pq)
+			}
+			return err
+		}
+	}
+	newest := func() (trace.TraceID, error) {
+		p, err := s.List(ctx, store.ListQuery{Limit: 1})
+		if err != nil || len(p.Traces) == 0 {
+			return trace.TraceID{}, fmt.Errorf("newest trace: %d traces, %v", len(p.Traces), err)
+		}
+		return p.Traces[0].ID, nil
+	}
+	cases := []struct {
+		name string
+		fn   func() error
+	}{
+		{"list-first-page", func() error { _, err := s.List(ctx, store.ListQuery{}); return err }},
+		{"list-filtered", func() error {
+			_, err := s.List(ctx, store.ListQuery{Filter: store.Filter{Model: "claude", Tags: []string{"env:prod"}, HasErrors: true}})
+			return err
+		}},
+		{"search-filtered", search("type:tool.error model:claude tool:calc")},
+		{"search-text", search("city042 sunny")},
+		{"search-text-filtered", search(`"weather report" tool:fetch tag:env:ci`)},
+		{"get-trace", func() error {
+			id, err := newest()
+			if err == nil {
+				_, err = s.Trace(ctx, id)
+			}
+			return err
+		}},
+	}
+	if p, ok := s.(store.RecordPager); ok {
+		cases = append(cases, struct {
+			name string
+			fn   func() error
+		}{"trace-first-page", func() error {
+			id, err := newest()
+			if err == nil {
+				_, err = p.Records(ctx, id, store.RecordRange{Limit: 2000})
+			}
+			return err
+		}})
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			for range b.N {
+				Percentiles(b, reps, bc.fn)
+			}
+		})
+	}
+}
