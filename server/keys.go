@@ -137,6 +137,20 @@ func RevokeKey(ctx context.Context, st store.Store, id string) error {
 	if !ok {
 		return fmt.Errorf("no key with id %q (see loupe keys ls): %w", id, store.ErrNotFound)
 	}
+	// The web UI's sessions of the key go with it (collectors that saw
+	// them refuse them within keyRecheck).
+	all, err := set.Settings(ctx, sessionPrefix)
+	if err != nil {
+		return err
+	}
+	for name, v := range all {
+		var st storedSession
+		if json.Unmarshal([]byte(v), &st) == nil && st.KeyID == id {
+			if _, err := set.DeleteSetting(ctx, name); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

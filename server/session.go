@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,9 +26,11 @@ import (
 //
 // A session lasts SessionTTL from sign-in, fixed: using it does not
 // extend it, so a stolen cookie is worth at most that long. It ends
-// earlier when its key is revoked (checked at least every keyRecheck) or
-// at sign-out. Sessions live in the server's memory: a restart signs
-// everyone out, and servers sharing a store do not share sessions.
+// earlier when its key is revoked or at sign-out, through any collector
+// (a server confirms a session with the store at least every keyRecheck). Sessions are kept in the store's settings (the cookie's
+// SHA-256, the key's id and the end; never the cookie), so every
+// collector on a store knows every session and a restart signs no one
+// out; each server also keeps the sessions it has seen in memory.
 const (
 	// SessionTTL is how long a UI session lasts from sign-in.
 	SessionTTL = 12 * time.Hour
@@ -51,36 +55,82 @@ const (
 type session struct {
 	key     Key // the key signed in with (ID, Scope, Name, SHA256)
 	expires time.Time
-}
-
-// keyCheck is the last lookup of a key in the store.
-type keyCheck struct {
-	sum string // the stored key's SHA256 then
-	at  time.Time
+	seen    time.Time // when the store last confirmed it and its key
 }
 
 // sessions is the server's session table; it is safe for concurrent use.
 type sessions struct {
-	mu      sync.Mutex
-	m       map[[32]byte]*session
-	checked map[string]keyCheck // key id → last lookup
+	mu sync.Mutex
+	m  map[[32]byte]*session
 }
 
 func newSessions() *sessions {
-	return &sessions{m: map[[32]byte]*session{}, checked: map[string]keyCheck{}}
+	return &sessions{m: map[[32]byte]*session{}}
+}
+
+// sessionPrefix namespaces the sessions in the store's settings; the
+// rest of the setting's key is the cookie's SHA-256 in hex.
+const sessionPrefix = "uisession:"
+
+// storedSession is a session as the store's settings keep it.
+type storedSession struct {
+	KeyID   string    `json:"key_id"`
+	Expires time.Time `json:"expires"`
 }
 
 // create stores a new session for k and returns the cookie value: 32
-// random bytes, base64url.
-func (ss *sessions) create(k Key, now time.Time) (string, time.Time, error) {
+// random bytes, base64url. With set, the session is kept in the store
+// too (and the store's expired sessions are swept), so that the other
+// collectors on it accept the cookie.
+func (ss *sessions) create(ctx context.Context, set store.Settings, k Key, now time.Time) (string, time.Time, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", time.Time{}, err
 	}
 	value := base64.RawURLEncoding.EncodeToString(raw[:])
 	exp := now.Add(SessionTTL)
+	h := sha256.Sum256([]byte(value))
+	var ended [][32]byte // this key's sessions over the bound, ended in the store
+	if set != nil {
+		all, err := set.Settings(ctx, sessionPrefix)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		type mine struct {
+			name string
+			exp  time.Time
+		}
+		var ms []mine
+		for name, v := range all {
+			var st storedSession
+			if json.Unmarshal([]byte(v), &st) != nil || !now.Before(st.Expires) {
+				if _, err := set.DeleteSetting(ctx, name); err != nil {
+					return "", time.Time{}, err
+				}
+			} else if st.KeyID == k.ID {
+				ms = append(ms, mine{name, st.Expires})
+			}
+		}
+		slices.SortFunc(ms, func(a, b mine) int { return a.exp.Compare(b.exp) })
+		for len(ms) >= maxSessionsPerKey {
+			if _, err := set.DeleteSetting(ctx, ms[0].name); err != nil {
+				return "", time.Time{}, err
+			}
+			var eh [32]byte
+			hex.Decode(eh[:], []byte(strings.TrimPrefix(ms[0].name, sessionPrefix)))
+			ended = append(ended, eh)
+			ms = ms[1:]
+		}
+		b, _ := json.Marshal(storedSession{KeyID: k.ID, Expires: exp})
+		if err := set.PutSetting(ctx, sessionPrefix+hex.EncodeToString(h[:]), string(b)); err != nil {
+			return "", time.Time{}, err
+		}
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	for _, eh := range ended {
+		delete(ss.m, eh)
+	}
 	// Sign-ins are rare: sweep the expired sessions and bound this key's.
 	var mine []([32]byte)
 	for h, s := range ss.m {
@@ -101,16 +151,53 @@ func (ss *sessions) create(k Key, now time.Time) (string, time.Time, error) {
 		delete(ss.m, mine[first])
 		mine = append(mine[:first], mine[first+1:]...)
 	}
-	ss.m[sha256.Sum256([]byte(value))] = &session{key: k, expires: exp}
-	ss.checked[k.ID] = keyCheck{sum: k.SHA256, at: now}
+	ss.m[h] = &session{key: k, expires: exp, seen: now}
 	return value, exp, nil
 }
 
-// end removes the session of cookie value, if any.
-func (ss *sessions) end(value string) {
+// end removes the session of cookie value, if any, here and in the store.
+func (ss *sessions) end(ctx context.Context, set store.Settings, value string) error {
+	h := sha256.Sum256([]byte(value))
 	ss.mu.Lock()
-	delete(ss.m, sha256.Sum256([]byte(value)))
+	delete(ss.m, h)
 	ss.mu.Unlock()
+	if set == nil {
+		return nil
+	}
+	_, err := set.DeleteSetting(ctx, sessionPrefix+hex.EncodeToString(h[:]))
+	return err
+}
+
+// fromStore finds the session of hash h in the store and returns it with
+// its key as stored now, or nil if the store has none that is still
+// valid; revoked says the session was there but its key is no longer
+// (the session is then removed from the store too).
+func fromStore(ctx context.Context, set store.Settings, h [32]byte, now time.Time) (sess *session, revoked bool, err error) {
+	if set == nil {
+		return nil, false, nil
+	}
+	name := sessionPrefix + hex.EncodeToString(h[:])
+	m, err := set.Settings(ctx, name)
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := m[name]
+	if !ok {
+		return nil, false, nil
+	}
+	var st storedSession
+	if json.Unmarshal([]byte(v), &st) != nil || !now.Before(st.Expires) {
+		return nil, false, nil
+	}
+	k, err := storedKey(ctx, set, st.KeyID)
+	if err != nil {
+		return nil, false, err
+	}
+	if k == nil {
+		_, err := set.DeleteSetting(ctx, name)
+		return nil, true, err
+	}
+	return &session{key: *k, expires: st.Expires}, false, nil
 }
 
 // lookup returns the key of the session of cookie value. A session that
@@ -125,35 +212,30 @@ func (ss *sessions) lookup(ctx context.Context, set store.Settings, value string
 		delete(ss.m, h)
 		ok = false
 	}
-	if !ok {
+	if ok && (set == nil || now.Sub(s.seen) < keyRecheck && !now.Before(s.seen)) {
+		k, exp := s.key, s.expires
 		ss.mu.Unlock()
-		return Key{}, time.Time{}, authError("the session has ended (it expired, was signed out, or the server restarted): sign in again")
-	}
-	k, exp := s.key, s.expires
-	c, fresh := ss.checked[k.ID]
-	fresh = fresh && c.sum == k.SHA256 && now.Sub(c.at) < keyRecheck && !now.Before(c.at)
-	ss.mu.Unlock()
-	if fresh {
 		return k, exp, nil
 	}
-	stored, err := storedKey(ctx, set, k.ID)
+	ss.mu.Unlock()
+	// Not confirmed lately, or made elsewhere: the store knows of every
+	// sign-in, sign-out and revocation, through any collector.
+	found, revoked, err := fromStore(ctx, set, h, now)
 	if err != nil {
 		return Key{}, time.Time{}, err
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if stored == nil || stored.SHA256 != k.SHA256 {
-		// Revoked: end every session of the key.
-		for h2, s2 := range ss.m {
-			if s2.key.ID == k.ID {
-				delete(ss.m, h2)
-			}
+	if found == nil {
+		delete(ss.m, h)
+		if revoked {
+			return Key{}, time.Time{}, authError("the session's API key has been revoked: sign in again with another key")
 		}
-		delete(ss.checked, k.ID)
-		return Key{}, time.Time{}, authError("the session's API key has been revoked: sign in again with another key")
+		return Key{}, time.Time{}, authError("the session has ended (it expired, was signed out, or its key was revoked): sign in again")
 	}
-	ss.checked[k.ID] = keyCheck{sum: stored.SHA256, at: now}
-	return *stored, exp, nil
+	found.seen = now
+	ss.m[h] = found
+	return found.key, found.expires, nil
 }
 
 // storedKey returns the stored key with id, or nil if there is none.
@@ -248,7 +330,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	value, exp, err := s.sessions.create(k, now)
+	value, exp, err := s.sessions.create(r.Context(), s.keys, k, now)
 	if err != nil {
 		s.log.Error("loupe serve: making a session", "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error (logged by the server)")
@@ -267,7 +349,10 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) {
 // the cookie is cleared. It answers 204 whether or not there was one.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		s.sessions.end(c.Value)
+		if err := s.sessions.end(r.Context(), s.keys, c.Value); err != nil {
+			s.storeError(w, r, err)
+			return
+		}
 	}
 	clearSessionCookie(w, r)
 	w.WriteHeader(http.StatusNoContent)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loupe-dev/loupe/store"
 )
 
 // testClock is a clock the test moves (Server.now).
@@ -356,5 +358,82 @@ func TestSessionWithoutKeys(t *testing.T) {
 	}
 	if code, b, _ := e.do("POST", "/api/v1/session", "application/json", []byte(`{"key":"lk_x"}`)); code != 400 {
 		t.Errorf("POST /api/v1/session: %d %s", code, b)
+	}
+}
+
+// TestSessionsAcrossCollectors: two collectors on one store behind one
+// address share sessions: a cookie made by one is accepted by the other
+// (and after a restart), and a sign-out or a revocation through either
+// ends the session on both within keyRecheck.
+func TestSessionsAcrossCollectors(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	clock := &testClock{t: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+	read, k, err := CreateKey(ctx, st, ScopeRead, "reader", clock.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newEnv(t, Options{Store: st, RequireKeys: true})
+	b := newEnv(t, Options{Store: st, RequireKeys: true})
+	a.srv.now, b.srv.now = clock.now, clock.now
+	ok := func(e *env, value string) bool {
+		code, _, _ := e.withCookie("GET", "/api/v1/traces", value)
+		return code == 200
+	}
+
+	code, _, c := a.signIn(t, read)
+	if code != 200 || c == nil {
+		t.Fatalf("sign-in on a: %d", code)
+	}
+	if !ok(a, c.Value) || !ok(b, c.Value) {
+		t.Fatal("a session made on a is not accepted by both collectors")
+	}
+	// A third collector started later (a restart) knows it too.
+	restarted := newEnv(t, Options{Store: st, RequireKeys: true})
+	restarted.srv.now = clock.now
+	if !ok(restarted, c.Value) {
+		t.Error("a session does not survive a restart")
+	}
+
+	// Sign-out through b: b refuses at once, a within keyRecheck.
+	if code, _, _ := b.withCookie("DELETE", "/api/v1/session", c.Value); code != 204 {
+		t.Fatalf("sign-out on b: %d", code)
+	}
+	if ok(b, c.Value) {
+		t.Error("b accepts a session signed out on b")
+	}
+	clock.add(keyRecheck)
+	if ok(a, c.Value) {
+		t.Error("a accepts a session signed out on b after keyRecheck")
+	}
+
+	// Revocation: every collector refuses the key's sessions within
+	// keyRecheck.
+	_, _, c2 := b.signIn(t, read)
+	if c2 == nil || !ok(a, c2.Value) {
+		t.Fatal("second session")
+	}
+	if err := RevokeKey(ctx, st, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(keyRecheck)
+	for name, e := range map[string]*env{"a": a, "b": b} {
+		if code, body, _ := e.withCookie("GET", "/api/v1/traces", c2.Value); code != 401 || !strings.Contains(string(body), "sign in again") {
+			t.Errorf("%s after revocation: %d %s", name, code, body)
+		}
+	}
+	// Nothing of the sessions is left in the store but hashes, and the
+	// revoked key's session is gone.
+	all, err := st.(store.Settings).Settings(ctx, sessionPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range all {
+		if strings.Contains(name+v, c.Value) || strings.Contains(name+v, c2.Value) {
+			t.Error("a cookie is stored in clear")
+		}
+	}
+	if len(all) != 0 {
+		t.Errorf("%d sessions left in the store, want 0", len(all))
 	}
 }

@@ -120,6 +120,12 @@ var readmeCommands = map[string]step{
 	`loupe pipeline run testdata/real/omni/demo-loop.yaml --param topic="typed languages"`: {dir: "checkout", want: []string{"tool generator.analyze", "branch check_quality", "memory pool:"}},
 	// Look at runs in a browser.
 	"loupe demo": {want: []string{"answer: "}},
+	// Run Loupe for a team.
+	`export LOUPE_DB='postgres://loupe@db.internal/loupe?sslmode=verify-full'`:                           {skip: "the team's own PostgreSQL; the store tests run against LOUPE_TEST_POSTGRES"},
+	"loupe keys create --scope admin --name ops":                                                         {want: []string{"lk_"}},
+	"loupe keys create --scope ingest --name agents":                                                     {want: []string{"lk_"}},
+	"loupe serve --addr 0.0.0.0:4318 --grpc-addr 0.0.0.0:4317 --public-host loupe.internal --retain 30d": {skip: "listens on every interface of a shared host; cmd/loupe's tests run collectors with keys, retention and PostgreSQL"},
+	"curl -s http://127.0.0.1:4318/api/v1/retention":                                                     {want: []string{`"period":`, `"stats":`}},
 }
 
 // TestREADMEShellCommands runs the commands of README.md's ```sh blocks,
