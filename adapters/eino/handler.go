@@ -26,9 +26,7 @@ type Handler struct {
 	streamOnly bool
 	prices     *price.Table
 
-	mu   sync.Mutex
-	busy int           // root runs not yet ended, streams not yet read
-	idle chan struct{} // closed when busy falls to 0
+	busy counter // root runs not yet ended, streams not yet read
 }
 
 var (
@@ -77,42 +75,56 @@ func New(t *trace.Tracer, opts ...Option) (*Handler, error) {
 // done, in which case it returns ctx's error. Runs started while it waits
 // are waited for too. Call it before reading a streamed run's records:
 // the caller may finish reading its stream before the Handler has.
-func (h *Handler) Wait(ctx context.Context) error {
+func (h *Handler) Wait(ctx context.Context) error { return h.busy.wait(ctx) }
+
+func (h *Handler) busyAdd()  { h.busy.add() }
+func (h *Handler) busyDone() { h.busy.done() }
+
+// A counter counts work in progress; wait waits for none. The zero
+// counter counts none.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n falls to 0
+}
+
+func (c *counter) add() {
+	c.mu.Lock()
+	if c.n <= 0 {
+		c.n = 0
+		c.idle = make(chan struct{})
+	}
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *counter) done() {
+	c.mu.Lock()
+	if c.n > 0 {
+		c.n--
+		if c.n == 0 {
+			close(c.idle)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// wait returns when the count is 0, or ctx's error when ctx is done first.
+func (c *counter) wait(ctx context.Context) error {
 	for {
-		h.mu.Lock()
-		if h.busy <= 0 {
-			h.mu.Unlock()
+		c.mu.Lock()
+		if c.n <= 0 {
+			c.mu.Unlock()
 			return nil
 		}
-		ch := h.idle
-		h.mu.Unlock()
+		ch := c.idle
+		c.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-}
-
-func (h *Handler) busyAdd() {
-	h.mu.Lock()
-	if h.busy <= 0 {
-		h.busy = 0
-		h.idle = make(chan struct{})
-	}
-	h.busy++
-	h.mu.Unlock()
-}
-
-func (h *Handler) busyDone() {
-	h.mu.Lock()
-	if h.busy > 0 {
-		h.busy--
-		if h.busy == 0 {
-			close(h.idle)
-		}
-	}
-	h.mu.Unlock()
 }
 
 // Needed tells Eino whether the Handler has anything to record into: a
@@ -268,9 +280,16 @@ func (h *Handler) OnEndWithStreamOutput(ctx context.Context, info *callbacks.Run
 	held := c.run
 	held.hold()
 	h.busyAdd()
+	model := c.kind == kindModel && held != nil
+	if model {
+		held.modelStreams.add()
+	}
 	go func() {
 		defer h.busyDone()
 		defer held.release()
+		if model {
+			defer held.modelStreams.done()
+		}
 		guard(func() { c.endStream(output) })
 	}()
 	return ctx
@@ -341,6 +360,14 @@ func (h *Handler) start(ctx context.Context, info *callbacks.RunInfo, input any,
 		ctx = context.WithValue(ctx, runKey{h}, r)
 	}
 	c.ec, c.run = ec, parent
+	if parent != nil && (k == kindModel || k == kindTool) {
+		// A model or tool call takes its input whole, so the streams
+		// it was made from have ended: let the model calls being read
+		// in this run be recorded first, so that a streamed model.call
+		// precedes the tool calls (and the next model call) its answer
+		// started, as it does unstreamed.
+		_ = parent.modelStreams.wait(ctx)
+	}
 	switch k {
 	case kindModel:
 		c.startModel(input)

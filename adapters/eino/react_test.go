@@ -119,7 +119,13 @@ func TestReActAgent(t *testing.T) {
 				t.Errorf("second call's request %s", second.Input)
 			}
 
-			// The tool calls: arguments and results, as JSON.
+			// The tool calls: after the model call that asked for them,
+			// arguments and results as JSON.
+			for _, name := range []string{"get_weather", "get_time"} {
+				if s := oneOf(t, recs, trace.TypeToolStart, name); s.Seq < first.Seq || s.Seq > second.Seq {
+					t.Errorf("%s's tool.start (seq %d) is not between the model calls (%d, %d)", name, s.Seq, first.Seq, second.Seq)
+				}
+			}
 			weather := oneOf(t, recs, trace.TypeToolEnd, "get_weather")
 			if got := decode(t, weather.Output).(map[string]any); got["sky"] != "sunny" || got["temp_c"] != 21.0 {
 				t.Errorf("get_weather output %s", weather.Output)

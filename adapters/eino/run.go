@@ -24,6 +24,8 @@ type run struct {
 	result  trace.Value
 	err     error
 	tools   map[string]bool // tool.discovered already recorded
+
+	modelStreams counter // model calls' streams being read
 }
 
 // hold keeps r and the runs around it from ending until release.
