@@ -78,7 +78,6 @@ func textOf(m *schema.Message) string {
 			parts = append(parts, p.Text)
 		}
 	}
-	//lint:ignore SA1019 older components still fill the deprecated MultiContent
 	for _, p := range m.MultiContent {
 		if p.Type == schema.ChatMessagePartTypeText && p.Text != "" {
 			parts = append(parts, p.Text)

@@ -131,7 +131,7 @@ func (c *counter) wait(ctx context.Context) error {
 // tracer, or a Loupe run in ctx. When it has not, Eino skips it, and does
 // not copy streams for it.
 func (h *Handler) Needed(ctx context.Context, _ *callbacks.RunInfo, _ callbacks.CallbackTiming) bool {
-	return h.tracer != nil || trace.FromContext(ctx) != nil
+	return h != nil && ctx != nil && (h.tracer != nil || trace.FromContext(ctx) != nil)
 }
 
 // kind is what a component becomes in the trace.
@@ -213,7 +213,8 @@ func (h *Handler) OnStart(ctx context.Context, info *callbacks.RunInfo, input ca
 // input is a stream: it is read in a goroutine and closed. A run's
 // streamed input is recorded when it has been read (as message records,
 // or a custom "eino.input" record), since its run.start is recorded at
-// once; other calls' streamed inputs are read and not recorded.
+// once, and the run ends only after that; other calls' streamed inputs
+// are closed unread and not recorded.
 func (h *Handler) OnStartWithStreamInput(ctx context.Context, info *callbacks.RunInfo, input *schema.StreamReader[callbacks.CallbackInput]) context.Context {
 	nctx, c := h.start(ctx, info, nil, true)
 	if input == nil {
@@ -223,9 +224,14 @@ func (h *Handler) OnStartWithStreamInput(ctx context.Context, info *callbacks.Ru
 		input.Close()
 		return nctx
 	}
+	// The run ends once its input has been read, so that the input's
+	// records come before its end. (An input stream that never ends,
+	// because its writer is never closed, keeps the run from ending.)
+	c.run.hold()
 	h.busyAdd()
 	go func() {
 		defer h.busyDone()
+		defer c.run.release()
 		chunks, _, err := readAll(input, maxChunks)
 		if err != nil {
 			return // the run's own end reports what failed
@@ -360,12 +366,13 @@ func (h *Handler) start(ctx context.Context, info *callbacks.RunInfo, input any,
 		ctx = context.WithValue(ctx, runKey{h}, r)
 	}
 	c.ec, c.run = ec, parent
-	if parent != nil && (k == kindModel || k == kindTool) {
-		// A model or tool call takes its input whole, so the streams
-		// it was made from have ended: let the model calls being read
-		// in this run be recorded first, so that a streamed model.call
-		// precedes the tool calls (and the next model call) its answer
-		// started, as it does unstreamed.
+	if parent != nil && k == kindTool && compose.GetToolCallID(ctx) != "" {
+		// A ToolsNode runs a tool call once it has read the whole
+		// answer that asked for it, so that answer's stream has ended:
+		// let the model calls still being read in this run be recorded
+		// first, so that a streamed model.call precedes the tool calls
+		// it asked for, as it does unstreamed. (A model streaming in a
+		// parallel branch of the same graph is waited for too.)
 		_ = parent.modelStreams.wait(ctx)
 	}
 	switch k {
@@ -415,9 +422,9 @@ func (c *call) end(output any, err error) {
 // records the call.
 func (c *call) endStream(sr *schema.StreamReader[callbacks.CallbackOutput]) {
 	if c.kind == kindModel {
-		c.streamModel(sr)
+		err := c.streamModel(sr)
 		if c.own != nil {
-			c.own.requestEnd(nil, nil)
+			c.own.requestEnd(nil, err)
 		}
 		return
 	}

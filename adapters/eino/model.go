@@ -75,8 +75,9 @@ func (c *call) endModel(output any, err error) {
 
 // streamModel reads a chat model's output stream: each chunk of text or
 // reasoning becomes a model.delta record as it comes, and the call is
-// recorded at the end with the chunks put together.
-func (c *call) streamModel(sr *schema.StreamReader[callbacks.CallbackOutput]) {
+// recorded at the end with the chunks put together. It returns the
+// stream's error.
+func (c *call) streamModel(sr *schema.StreamReader[callbacks.CallbackOutput]) error {
 	defer sr.Close()
 	var chunks []*schema.Message
 	var u tokens
@@ -111,6 +112,7 @@ func (c *call) streamModel(sr *schema.StreamReader[callbacks.CallbackOutput]) {
 		chunks = append(chunks, m)
 	}
 	c.finishModel(concatMessages(chunks), u, err)
+	return err
 }
 
 // finishModel records the model.call.

@@ -23,6 +23,7 @@ type run struct {
 	ended   bool
 	result  trace.Value
 	err     error
+	answer  *schema.Message // recorded as a message record at the end
 	tools   map[string]bool // tool.discovered already recorded
 
 	modelStreams counter // model calls' streams being read
@@ -87,23 +88,32 @@ func (r *run) finish() {
 			r.h.busyDone()
 		}
 	}()
+	r.mu.Lock()
+	answer := r.answer
+	r.mu.Unlock()
+	if answer != nil {
+		r.ec.Message(roleOf(answer), trace.Text(textOf(answer)))
+	}
 	if r.err != nil {
 		r.ec.SetTermination(trace.ReasonFor(r.err), r.err)
 	}
 	r.ec.End(r.result, nil)
 }
 
-// finishWith ends a graph's run with its output: a message output is
+// finishWith ends a graph's run with its output. A message output is
 // also recorded as a message record, as Loupe's ReAct loop records its
-// answer.
+// answer, when the run ends: after the model call that wrote it, which
+// may still be being read.
 func (r *run) finishWith(output any, err error) {
 	var result trace.Value
 	if err == nil {
 		switch m := output.(type) {
 		case *schema.Message:
 			if m != nil {
-				r.ec.Message(roleOf(m), trace.Text(textOf(m)))
 				result = responseValue(m)
+				r.mu.Lock()
+				r.answer = m
+				r.mu.Unlock()
 			}
 		default:
 			result = encode(output)
