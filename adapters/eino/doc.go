@@ -49,10 +49,16 @@
 // # Streams and concurrency
 //
 // Streamed inputs and outputs are read from the copies Eino hands to the
-// handler, in a goroutine of their own, and closed; the caller's stream is
-// never held up. A run whose components are still being read ends when
-// they have been, so its end record comes after theirs. Wait reports when
-// everything the handler started has been recorded.
+// handler, in goroutines of their own, and closed; the caller's own
+// stream is not held up. A run ends once its streams, and those of the
+// calls in it, have been read, so that its end record comes after theirs;
+// a run whose streamed input is never closed by its writer does not end.
+// A tool call that a ToolsNode starts waits until the model calls being
+// read in its run are recorded, so that a streamed model.call precedes the
+// tool calls it asked for (in a ReAct loop that answer has ended by then;
+// in a graph that streams a model in a parallel branch, the tool call
+// waits for that stream). Wait reports when everything the handler
+// started has been recorded.
 //
 // The state of a call travels in the context Eino passes from the start
 // callback to the end callback; the handler keeps none of its own, and is
