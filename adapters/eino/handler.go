@@ -232,6 +232,7 @@ func (h *Handler) OnStartWithStreamInput(ctx context.Context, info *callbacks.Ru
 	go func() {
 		defer h.busyDone()
 		defer c.run.release()
+		defer func() { _ = recover() }() // a callback's goroutine never takes the program down
 		chunks, _, err := readAll(input, maxChunks)
 		if err != nil {
 			return // the run's own end reports what failed

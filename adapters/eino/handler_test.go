@@ -165,7 +165,7 @@ type stockIn struct {
 
 var errStockDown = errors.New("the stock service is down")
 
-func tools(t *testing.T) []tool.BaseTool {
+func tools(t testing.TB) []tool.BaseTool {
 	t.Helper()
 	weather, err := utils.InferTool("get_weather", "The weather in a city.", func(_ context.Context, in weatherIn) (weatherOut, error) {
 		return weatherOut{City: in.City, TempC: 21, Sky: "sunny"}, nil
