@@ -61,8 +61,8 @@
 // started has been recorded.
 //
 // The state of a call travels in the context Eino passes from the start
-// callback to the end callback; the handler keeps none of its own, and is
-// safe for concurrent use (a ToolsNode runs tool calls in parallel). A
+// callback to the end callback, not in the handler, which is safe for
+// concurrent use (a ToolsNode runs tool calls in parallel). A
 // callback never panics: odd input (nil outputs, unknown component types,
 // streams that fail) is recorded as far as it can be, or ignored.
 package einotrace

@@ -2,6 +2,7 @@ package einotrace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -302,7 +303,8 @@ func (h *Handler) OnEndWithStreamOutput(ctx context.Context, info *callbacks.Run
 	return ctx
 }
 
-var errNilError = fmt.Errorf("eino reported an error without one (a nil error)")
+// errNilError stands for the nil error an OnError callback was given.
+var errNilError = errors.New("eino reported an error without one (a nil error)")
 
 // guard runs fn, recovering a panic: a callback never panics into Eino.
 func guard(fn func()) {
