@@ -2,6 +2,7 @@ package einotrace_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -261,5 +262,42 @@ func errorAsResult(next compose.InvokableToolEndpoint) compose.InvokableToolEndp
 			return &compose.ToolOutput{Result: "error: " + err.Error()}, nil
 		}
 		return out, nil
+	}
+}
+
+// TestFailingModel: a model call that fails is a model.call with its
+// error, and the agent's run ends in error, by Generate and by Stream
+// (where the stream fails after its first chunk).
+func TestFailingModel(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		turn   turn
+	}{
+		{name: "generate", turn: turn{err: errors.New("rate limited")}},
+		{name: "stream", stream: true, turn: turn{streamErr: errors.New("rate limited"),
+			msg: &schema.Message{Role: schema.Assistant, Content: "Partial answer"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, col := newHandler(t)
+			a := newAgent(t, newModel(false, "", []turn{tc.turn}), react.AgentConfig{})
+			_, err := run(t, a, h, tc.stream, "Hi")
+			if err == nil || !strings.Contains(err.Error(), "rate limited") {
+				t.Fatalf("agent error %v", err)
+			}
+			wait(t, h)
+			recs := col.one(t)
+			c := oneOf(t, recs, trace.TypeModelCall, "Scripted")
+			if !strings.Contains(c.Error, "rate limited") {
+				t.Errorf("model.call error %q", c.Error)
+			}
+			end := oneOf(t, recs, trace.TypeRunEnd, "ReActAgent")
+			if end.Status != string(trace.TerminationError) || !strings.Contains(end.Error, "rate limited") || end.Seq != recs[len(recs)-1].Seq {
+				t.Errorf("run.end %q %q:\n%s", end.Status, end.Error, dump(recs))
+			}
+			if st := trace.StatsOf(recs); st.Errors != 1 {
+				t.Errorf("%d errors counted, want 1 (the model call's):\n%s", st.Errors, dump(recs))
+			}
+		})
 	}
 }
