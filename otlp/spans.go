@@ -194,7 +194,7 @@ func SplitOpen(recs []trace.Record) (complete, waiting []trace.Record) {
 // point reports whether records of type t are events rather than spans.
 func point(t trace.Type) bool {
 	switch t {
-	case trace.TypeMessage, trace.TypeMemorySet, trace.TypeGuardrail, trace.TypeError, trace.TypeCustom,
+	case trace.TypeMessage, trace.TypeMemorySet, trace.TypeGuardrail, trace.TypeError, trace.TypeCustom, trace.TypeLog,
 		trace.TypeStateInit, trace.TypeStateUpdate, trace.TypeModelDelta, trace.TypeToolDiscovered:
 		return true
 	}
