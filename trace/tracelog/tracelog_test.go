@@ -122,7 +122,9 @@ func TestAttributes(t *testing.T) {
 			l.InfoContext(ctx, "m", "s", "x", "i", -3, "u", uint64(7), "f", 1.5, "b", true, "nan", math.NaN(),
 				"t", time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "err", errors.New("bad"), "p", point{1, 2}, "nil", nil)
 		}, `{"s":"x","i":-3,"u":7,"f":1.5,"b":true,"nan":"NaN","t":"2026-01-02T03:04:05.000000006Z","err":"bad","p":{"X":1,"Y":2},"nil":null}`},
-		{"group attr", func(ctx context.Context, l *slog.Logger) { l.InfoContext(ctx, "m", slog.Group("g", "a", 1, slog.Group("h", "b", 2))) }, `{"g":{"a":1,"h":{"b":2}}}`},
+		{"group attr", func(ctx context.Context, l *slog.Logger) {
+			l.InfoContext(ctx, "m", slog.Group("g", "a", 1, slog.Group("h", "b", 2)))
+		}, `{"g":{"a":1,"h":{"b":2}}}`},
 		{"empty group left out", func(ctx context.Context, l *slog.Logger) { l.InfoContext(ctx, "m", slog.Group("g"), "a", 1) }, `{"a":1}`},
 		{"inline group", func(ctx context.Context, l *slog.Logger) { l.InfoContext(ctx, "m", slog.Group("", "a", 1)) }, `{"a":1}`},
 		{"empty attr left out", func(ctx context.Context, l *slog.Logger) { l.InfoContext(ctx, "m", slog.Attr{}, "a", 1) }, `{"a":1}`},
