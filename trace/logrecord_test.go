@@ -77,6 +77,11 @@ func TestLogUnderSpan(t *testing.T) {
 	trace.Log(cctx, trace.LogEntry{Body: trace.Text("in the child")})
 	child.End(nil, nil)
 	s.End(nil, nil)
+	var toolSpan trace.SpanID
+	trace.Tool(ctx, "lookup", nil, func(ctx context.Context) (int, error) {
+		trace.Log(ctx, trace.LogEntry{Body: trace.Text("in trace.Tool")})
+		return 1, nil
+	})
 	trace.Log(context.Background(), trace.LogEntry{Body: trace.Text("nowhere")})
 	ec.EndIteration("terminate")
 	ec.End(nil, nil)
@@ -87,12 +92,18 @@ func TestLogUnderSpan(t *testing.T) {
 		if r.Type == trace.TypeIterationStart && r.Depth == 0 {
 			iter = r.SpanID
 		}
+		if r.Type == trace.TypeToolStart && r.Name == "lookup" {
+			toolSpan = r.SpanID
+		}
 		if e, ok := r.Entry(); ok {
 			parents[e.Body.Text()] = r.ParentID
 		}
 	}
-	if len(parents) != 3 {
-		t.Fatalf("log records %v, want 3", parents)
+	if len(parents) != 4 {
+		t.Fatalf("log records %v, want 4", parents)
+	}
+	if parents["in trace.Tool"] != toolSpan {
+		t.Errorf("a log in trace.Tool's function hangs under %s, want its call %s", parents["in trace.Tool"], toolSpan)
 	}
 	if parents["in the iteration"] != iter {
 		t.Errorf("a log outside a span hangs under %s, want the iteration %s", parents["in the iteration"], iter)
