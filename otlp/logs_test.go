@@ -292,3 +292,41 @@ func TestLogExport(t *testing.T) {
 		t.Error("no log event exported")
 	}
 }
+
+// TestLogsExportedWithSpans: exported again (Spans), the records made
+// from log records are events of the OTLP span they were written in, not
+// spans of their own (but for a log that names no span).
+func TestLogsExportedWithSpans(t *testing.T) {
+	spans := Map(decodeFile(t, "testdata/adk.json"), nil).Records
+	logs := MapLogs(decodeLogsFile(t, "testdata/logs/genai.json"), nil).Records
+	tid := spans[0].TraceID
+	var recs []trace.Record
+	for _, r := range append(spans, logs...) {
+		if r.TraceID == tid {
+			recs = append(recs, r)
+		}
+	}
+	in := decodeFile(t, "testdata/adk.json")
+	td, _, _ := Spans(recs, SpanOptions{Content: true})
+	// One more: the log that names no span is a zero-length span of its
+	// own.
+	if td.SpanCount() != in.SpanCount()+1 {
+		t.Errorf("%d spans exported, want the %d received and one for the log without a span", td.SpanCount(), in.SpanCount())
+	}
+	events := map[string][]string{}
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				for _, ev := range sp.Events().All() {
+					events[sp.SpanID().String()] = append(events[sp.SpanID().String()], ev.Name()+" "+str(ev.Attributes(), "loupe.name"))
+				}
+			}
+		}
+	}
+	if got := strings.Join(events["9000000000000003"], ","); got != "message system,message user,message assistant" {
+		t.Errorf("events of the model span: %q", got)
+	}
+	if got := strings.Join(events["9000000000000004"], ","); !strings.Contains(got, "log weather.app") {
+		t.Errorf("events of the tool span: %q", got)
+	}
+}
