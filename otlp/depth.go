@@ -38,6 +38,10 @@ const (
 	pbAnyValue                       // AnyValue
 	pbArrayValue                     // ArrayValue
 	pbKeyValueList                   // KeyValueList
+	pbLogsRequest                    // ExportLogsServiceRequest, or LogsData
+	pbResourceLogs                   // ResourceLogs
+	pbScopeLogs                      // ScopeLogs
+	pbLogRecord                      // LogRecord
 )
 
 // pbNames names the message types in errors.
@@ -54,6 +58,10 @@ var pbNames = [...]string{
 	pbAnyValue:      "AnyValue",
 	pbArrayValue:    "ArrayValue",
 	pbKeyValueList:  "KeyValueList",
+	pbLogsRequest:   "ExportLogsServiceRequest",
+	pbResourceLogs:  "ResourceLogs",
+	pbScopeLogs:     "ScopeLogs",
+	pbLogRecord:     "LogRecord",
 }
 
 // pbField is a field number of a message type.
@@ -90,6 +98,18 @@ var children = map[pbField]pbMessage{
 	{pbAnyValue, 6}:         pbKeyValueList,
 	{pbArrayValue, 1}:       pbAnyValue,
 	{pbKeyValueList, 1}:     pbKeyValue,
+	// The logs schema, from ExportLogsServiceRequest (field 1000 of
+	// ResourceLogs is the deprecated instrumentation_library_logs, which
+	// pdata still decodes as ScopeLogs; a LogRecord's body, field 5, is an
+	// AnyValue itself).
+	{pbLogsRequest, 1}:     pbResourceLogs,
+	{pbResourceLogs, 1}:    pbResource,
+	{pbResourceLogs, 2}:    pbScopeLogs,
+	{pbResourceLogs, 1000}: pbScopeLogs,
+	{pbScopeLogs, 1}:       pbScope,
+	{pbScopeLogs, 2}:       pbLogRecord,
+	{pbLogRecord, 5}:       pbAnyValue,
+	{pbLogRecord, 6}:       pbKeyValue,
 }
 
 // checkProtoNesting walks the OTLP protobuf request b along every field
@@ -104,6 +124,12 @@ var children = map[pbField]pbMessage{
 // message.
 func checkProtoNesting(b []byte) error {
 	return walkProto(b, 0, pbRequest, 0)
+}
+
+// checkLogsProtoNesting is checkProtoNesting for an OTLP protobuf
+// ExportLogsServiceRequest (or LogsData).
+func checkLogsProtoNesting(b []byte) error {
+	return walkProto(b, 0, pbLogsRequest, 0)
 }
 
 // walkProto walks b, a message of type msg at byte offset off of the

@@ -23,6 +23,10 @@
 // that carries its run's token totals is a run, not one more model call.
 // docs/otlp-mapping.md has the tables.
 //
+// OTLP log records map too (MapLogs, after DecodeLogsProto or
+// DecodeLogsJSON): GenAI content events become the messages of the call
+// they name, other log records trace.TypeLog records of their trace.
+//
 // # Nothing is lost
 //
 // Every span also gets one companion record: type custom, name "otel.span"

@@ -56,6 +56,16 @@ func Spans(recs []trace.Record, o SpanOptions) (td ptrace.Traces, done, open []t
 			merge(td, one)
 		}
 	}
+	// The spans given back, by id: records made from OTLP log records
+	// written in them (messages, logs) become their events.
+	given := map[trace.SpanID]ptrace.Span{}
+	for _, grs := range td.ResourceSpans().All() {
+		for _, gss := range grs.ScopeSpans().All() {
+			for _, sp := range gss.Spans().All() {
+				given[trace.SpanID(sp.SpanID())] = sp
+			}
+		}
+	}
 	rs := td.ResourceSpans().AppendEmpty()
 	for k, v := range o.Resource {
 		rs.Resource().Attributes().PutStr(k, v)
@@ -122,6 +132,9 @@ func Spans(recs []trace.Record, o SpanOptions) (td ptrace.Traces, done, open []t
 				continue
 			}
 			parent, ok := spans[r.ParentID]
+			if !ok {
+				parent, ok = given[r.ParentID]
+			}
 			if !ok {
 				// Its span was exported before (or never will be): a
 				// zero-length span of its own keeps it.
@@ -194,7 +207,7 @@ func SplitOpen(recs []trace.Record) (complete, waiting []trace.Record) {
 // point reports whether records of type t are events rather than spans.
 func point(t trace.Type) bool {
 	switch t {
-	case trace.TypeMessage, trace.TypeMemorySet, trace.TypeGuardrail, trace.TypeError, trace.TypeCustom,
+	case trace.TypeMessage, trace.TypeMemorySet, trace.TypeGuardrail, trace.TypeError, trace.TypeCustom, trace.TypeLog,
 		trace.TypeStateInit, trace.TypeStateUpdate, trace.TypeModelDelta, trace.TypeToolDiscovered:
 		return true
 	}

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
-	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/store"
 )
 
@@ -29,12 +28,16 @@ import (
 // A shorter deadline of the client's own applies too.
 const GRPCRequestTimeout = 2 * time.Minute
 
-// grpcTraceMethod is OTLP's trace export method.
-const grpcTraceMethod = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+// OTLP's export methods.
+const (
+	grpcTraceMethod = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+	grpcLogsMethod  = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+)
 
-// NewGRPC returns a gRPC server that serves OTLP/gRPC's trace export
-// (opentelemetry.proto.collector.trace.v1.TraceService/Export) into s, as
-// POST /v1/traces does over HTTP: the same API keys (metadata
+// NewGRPC returns a gRPC server that serves OTLP/gRPC's trace and logs
+// exports (opentelemetry.proto.collector.trace.v1.TraceService/Export and
+// opentelemetry.proto.collector.logs.v1.LogsService/Export) into s, as
+// POST /v1/traces and POST /v1/logs do over HTTP: the same API keys (metadata
 // "authorization: Bearer lk_…", scope ingest or admin, when
 // Options.RequireKeys), the same size limit (Options.MaxDecodedBytes,
 // after gzip), the same nesting guard before pdata decodes, the same
@@ -44,8 +47,9 @@ const grpcTraceMethod = "/opentelemetry.proto.collector.trace.v1.TraceService/Ex
 // The service is not pdata's ptraceotlp.RegisterGRPCServer: that one
 // decodes the request in its codec before any handler runs, recursing
 // without a limit. Here a codec of this server alone hands the handler the
-// message's raw bytes, which go through otlp.DecodeProto (guard, then
-// pdata), and takes the answer as raw bytes (exportResponse).
+// message's raw bytes, which go through otlp.DecodeProto or
+// otlp.DecodeLogsProto (guard, then pdata), and takes the answer as raw
+// bytes (exportResponse).
 func NewGRPC(s *Server) *grpc.Server {
 	limit := s.o.MaxDecodedBytes
 	if limit > math.MaxInt32 {
@@ -59,6 +63,7 @@ func NewGRPC(s *Server) *grpc.Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 10 * time.Minute}),
 	)
 	gs.RegisterService(&grpcTraceService, s)
+	gs.RegisterService(&grpcLogsService, s)
 	return gs
 }
 
@@ -117,6 +122,7 @@ func ServeGRPCListener(ctx context.Context, ln net.Listener, s *Server, ready fu
 // grpcExporter is what the service's handler needs of its server.
 type grpcExporter interface {
 	exportGRPC(ctx context.Context, dec func(any) error) (*rawMessage, error)
+	exportLogsGRPC(ctx context.Context, dec func(any) error) (*rawMessage, error)
 }
 
 // grpcTraceService is OTLP's TraceService, with a handler that receives
@@ -131,6 +137,19 @@ var grpcTraceService = grpc.ServiceDesc{
 		},
 	}},
 	Metadata: "opentelemetry/proto/collector/trace/v1/trace_service.proto",
+}
+
+// grpcLogsService is OTLP's LogsService, served like grpcTraceService.
+var grpcLogsService = grpc.ServiceDesc{
+	ServiceName: "opentelemetry.proto.collector.logs.v1.LogsService",
+	HandlerType: (*grpcExporter)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "Export",
+		Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			return srv.(grpcExporter).exportLogsGRPC(ctx, dec)
+		},
+	}},
+	Metadata: "opentelemetry/proto/collector/logs/v1/logs_service.proto",
 }
 
 // rawMessage is a protobuf message as bytes: the request before it is
@@ -169,10 +188,25 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // InvalidArgument for data that will never be accepted (not retried),
 // Unavailable for a store failure (retried), ResourceExhausted (from gRPC)
 // for a message over the limit.
-func (s *Server) exportGRPC(ctx context.Context, dec func(any) error) (resp *rawMessage, err error) {
+func (s *Server) exportGRPC(ctx context.Context, dec func(any) error) (*rawMessage, error) {
+	return s.exportSignal(ctx, dec, grpcTraceMethod, func(ctx context.Context, b []byte) (int64, string, error) {
+		return s.ingestTracesBody(ctx, b, false)
+	})
+}
+
+// exportLogsGRPC is LogsService/Export, as exportGRPC is
+// TraceService/Export; the partial success counts log records.
+func (s *Server) exportLogsGRPC(ctx context.Context, dec func(any) error) (*rawMessage, error) {
+	return s.exportSignal(ctx, dec, grpcLogsMethod, func(ctx context.Context, b []byte) (int64, string, error) {
+		return s.ingestLogsBody(ctx, b, false)
+	})
+}
+
+// exportSignal is one OTLP/gRPC export through ingest (see exportGRPC).
+func (s *Server) exportSignal(ctx context.Context, dec func(any) error, method string, ingest func(context.Context, []byte) (int64, string, error)) (resp *rawMessage, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("loupe serve: panic", "method", grpcTraceMethod, "panic", v, "stack", string(debug.Stack()))
+			s.log.Error("loupe serve: panic", "method", method, "panic", v, "stack", string(debug.Stack()))
 			resp, err = nil, status.Error(codes.Internal, "internal error (logged by the server)")
 		}
 	}()
@@ -185,15 +219,15 @@ func (s *Server) exportGRPC(ctx context.Context, dec func(any) error) (resp *raw
 	if err := dec(&b); err != nil {
 		return nil, err // already a status (ResourceExhausted, Canceled, …)
 	}
-	td, err := otlp.DecodeProto(b)
+	rejected, msg, err := ingest(ctx, b)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, clip(err.Error(), maxErrorText))
+		var de decodeError
+		if errors.As(err, &de) {
+			return nil, status.Error(codes.InvalidArgument, clip(err.Error(), maxErrorText))
+		}
+		return nil, s.grpcStoreError(ctx, method, err)
 	}
-	rejected, msg, err := s.ingestOTLP(ctx, td)
-	if err != nil {
-		return nil, s.grpcStoreError(ctx, err)
-	}
-	out := rawMessage(exportResponse(false, rejected, msg))
+	out := rawMessage(exportResponse(false, signalTraces, rejected, msg))
 	return &out, nil
 }
 
@@ -201,7 +235,7 @@ func (s *Server) exportGRPC(ctx context.Context, dec func(any) error) (resp *raw
 // a record the store refused (the data is at fault), the context's own
 // status when the client went away or the deadline passed, Unavailable
 // otherwise, with the details in the log only.
-func (s *Server) grpcStoreError(ctx context.Context, err error) error {
+func (s *Server) grpcStoreError(ctx context.Context, method string, err error) error {
 	var re *store.RecordError
 	var sv *store.SchemaVersionError
 	switch {
@@ -213,7 +247,7 @@ func (s *Server) grpcStoreError(ctx context.Context, err error) error {
 		s.log.Error("loupe serve: store is read-only", "err", err)
 		return status.Error(codes.Unavailable, "the store cannot be written by this version of loupe (its schema is newer); the server logged the details")
 	}
-	s.log.Error("loupe serve: store error", "method", grpcTraceMethod, "err", err)
+	s.log.Error("loupe serve: store error", "method", method, "err", err)
 	return status.Error(codes.Unavailable, "the store failed; retry later (the server logged the details)")
 }
 
@@ -236,10 +270,10 @@ func (s *Server) authorizeGRPC(ctx context.Context) error {
 		if strings.Contains(err.Error(), "API key") {
 			return status.Error(codes.Unauthenticated, err.Error())
 		}
-		return s.grpcStoreError(ctx, err)
+		return s.grpcStoreError(ctx, "authorization", err)
 	}
 	if k.Scope != ScopeIngest && k.Scope != ScopeAdmin {
-		return status.Error(codes.PermissionDenied, fmt.Sprintf("API key %s has scope %s, which does not allow trace export (use an ingest or admin key)", k.ID, k.Scope))
+		return status.Error(codes.PermissionDenied, fmt.Sprintf("API key %s has scope %s, which does not allow OTLP export (use an ingest or admin key)", k.ID, k.Scope))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/loupe-dev/loupe/otlp"
@@ -254,6 +255,33 @@ func (s *Server) answerBodyError(w http.ResponseWriter, err error) {
 // for bad data (not retryable), 503 with Retry-After when the store fails
 // (retryable), 413 and 415 for bodies the server will not read.
 func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
+	s.serveOTLP(w, r, signalTraces, s.ingestTracesBody)
+}
+
+// postOTLPLogs implements OTLP/HTTP's logs export (POST /v1/logs) as
+// postOTLP does traces: the same encodings, limits, errors and partial
+// success (counting log records), with an ExportLogsServiceResponse.
+func (s *Server) postOTLPLogs(w http.ResponseWriter, r *http.Request) {
+	s.serveOTLP(w, r, signalLogs, s.ingestLogsBody)
+}
+
+// otlpSignal is what differs between OTLP's trace and logs exports in
+// their answers: the partial success's JSON name of the rejected count.
+type otlpSignal struct {
+	rejectedJSON string // "rejectedSpans" or "rejectedLogRecords"
+}
+
+var (
+	signalTraces = otlpSignal{rejectedJSON: "rejectedSpans"}
+	signalLogs   = otlpSignal{rejectedJSON: "rejectedLogRecords"}
+)
+
+// decodeError is a request body that is not the OTLP the server accepts.
+type decodeError struct{ error }
+
+// serveOTLP is an OTLP/HTTP export: the content type, the body within the
+// limits, then ingest (which decodes, maps and commits), then the answer.
+func (s *Server) serveOTLP(w http.ResponseWriter, r *http.Request, sig otlpSignal, ingest func(ctx context.Context, b []byte, isJSON bool) (int64, string, error)) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var isJSON bool
 	switch ct {
@@ -274,20 +302,11 @@ func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, isJSON, code, err.Error())
 		return
 	}
-	var td ptrace.Traces
-	if isJSON {
-		td, err = otlp.DecodeJSON(b)
-	} else {
-		td, err = otlp.DecodeProto(b)
-	}
+	rejected, msg, err := ingest(r.Context(), b, isJSON)
 	if err != nil {
-		writeStatus(w, isJSON, http.StatusBadRequest, err.Error())
-		return
-	}
-	rejected, msg, err := s.ingestOTLP(r.Context(), td)
-	if err != nil {
+		var de decodeError
 		var re *store.RecordError
-		if errors.As(err, &re) { // a mapped record the store refused: the data is at fault
+		if errors.As(err, &de) || errors.As(err, &re) { // the data is at fault
 			writeStatus(w, isJSON, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -304,7 +323,37 @@ func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}
 	w.WriteHeader(http.StatusOK)
-	w.Write(exportResponse(isJSON, rejected, msg))
+	w.Write(exportResponse(isJSON, sig, rejected, msg))
+}
+
+// ingestTracesBody decodes an OTLP trace export and ingests it.
+func (s *Server) ingestTracesBody(ctx context.Context, b []byte, isJSON bool) (int64, string, error) {
+	var td ptrace.Traces
+	var err error
+	if isJSON {
+		td, err = otlp.DecodeJSON(b)
+	} else {
+		td, err = otlp.DecodeProto(b)
+	}
+	if err != nil {
+		return 0, "", decodeError{err}
+	}
+	return s.ingestOTLP(ctx, td)
+}
+
+// ingestLogsBody decodes an OTLP logs export and ingests it.
+func (s *Server) ingestLogsBody(ctx context.Context, b []byte, isJSON bool) (int64, string, error) {
+	var ld plog.Logs
+	var err error
+	if isJSON {
+		ld, err = otlp.DecodeLogsJSON(b)
+	} else {
+		ld, err = otlp.DecodeLogsProto(b)
+	}
+	if err != nil {
+		return 0, "", decodeError{err}
+	}
+	return s.ingestLogs(ctx, ld)
 }
 
 // ingestOTLP maps decoded OTLP spans to records, repairs their text
@@ -313,14 +362,35 @@ func (s *Server) postOTLP(w http.ResponseWriter, r *http.Request) {
 // OTLP/gRPC both ingest through it.
 func (s *Server) ingestOTLP(ctx context.Context, td ptrace.Traces) (rejected int64, msg string, err error) {
 	res := otlp.Map(td, &s.o.OTLP)
-	for i := range res.Records {
-		store.Sanitize(&res.Records[i])
+	errs := make([]error, len(res.Rejected))
+	for i, e := range res.Rejected {
+		errs[i] = e
 	}
-	if _, err := s.commit(ctx, res.Records); err != nil {
+	return s.commitMapped(ctx, res.Records, errs)
+}
+
+// ingestLogs is ingestOTLP for decoded OTLP log records (otlp.MapLogs):
+// the partial success counts the log records rejected.
+func (s *Server) ingestLogs(ctx context.Context, ld plog.Logs) (rejected int64, msg string, err error) {
+	res := otlp.MapLogs(ld, &s.o.OTLP)
+	errs := make([]error, len(res.Rejected))
+	for i, e := range res.Rejected {
+		errs[i] = e
+	}
+	return s.commitMapped(ctx, res.Records, errs)
+}
+
+// commitMapped repairs and commits mapped records and returns the partial
+// success for the items rejected: their count, and the first reason.
+func (s *Server) commitMapped(ctx context.Context, recs []trace.Record, rejectedErrs []error) (rejected int64, msg string, err error) {
+	for i := range recs {
+		store.Sanitize(&recs[i])
+	}
+	if _, err := s.commit(ctx, recs); err != nil {
 		return 0, "", err
 	}
-	if n := len(res.Rejected); n > 0 {
-		rejected, msg = int64(n), clip(res.Rejected[0].Error(), 200)
+	if n := len(rejectedErrs); n > 0 {
+		rejected, msg = int64(n), clip(rejectedErrs[0].Error(), 200)
 		if n > 1 {
 			msg += fmt.Sprintf(" (and %d more)", n-1)
 		}
@@ -328,16 +398,18 @@ func (s *Server) ingestOTLP(ctx context.Context, td ptrace.Traces) (rejected int
 	return rejected, msg, nil
 }
 
-// exportResponse encodes an ExportTraceServiceResponse, whose only field
-// is partial_success {rejected_spans = 1; error_message = 2}, empty when
-// every span was accepted. It is written by hand rather than with
-// pdata's ptraceotlp, which would link gRPC into loupe for two fields.
-func exportResponse(isJSON bool, rejected int64, msg string) []byte {
+// exportResponse encodes an ExportTraceServiceResponse (or an
+// ExportLogsServiceResponse, encoded alike), whose only field is
+// partial_success {rejected_spans (or rejected_log_records) = 1;
+// error_message = 2}, empty when everything was accepted. It is written by
+// hand rather than with pdata's ptraceotlp, which would link gRPC into
+// loupe for two fields.
+func exportResponse(isJSON bool, sig otlpSignal, rejected int64, msg string) []byte {
 	if isJSON {
 		if rejected == 0 {
 			return []byte("{}\n")
 		}
-		b, _ := json.Marshal(map[string]any{"partialSuccess": map[string]any{"rejectedSpans": strconv.FormatInt(rejected, 10), "errorMessage": msg}})
+		b, _ := json.Marshal(map[string]any{"partialSuccess": map[string]any{sig.rejectedJSON: strconv.FormatInt(rejected, 10), "errorMessage": msg}})
 		return append(b, '\n')
 	}
 	if rejected == 0 {

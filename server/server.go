@@ -2,8 +2,9 @@
 // serve`. On one port it serves
 //
 //   - ingest: POST /v1/records (Loupe records, NDJSON or a JSON array,
-//     optionally gzip) and POST /v1/traces (OTLP/HTTP, protobuf or JSON,
-//     optionally gzip, mapped to records by package otlp);
+//     optionally gzip), POST /v1/traces and POST /v1/logs (OTLP/HTTP,
+//     protobuf or JSON, optionally gzip, mapped to records by package
+//     otlp; log records join the traces they were written in);
 //   - the JSON API under /api/v1: traces (list with filters and cursor
 //     pagination), search, one trace, delete, aggregates, evaluation runs
 //     and their case results;
@@ -13,7 +14,8 @@
 //   - its OpenAPI document at /api/v1/openapi.json;
 //   - optionally, Loupe's MCP server at /mcp (Options.MCP).
 //
-// NewGRPC serves OTLP/gRPC trace export (port 4317) from the same Server.
+// NewGRPC serves OTLP/gRPC trace and logs export (port 4317) from the
+// same Server.
 //
 // Every ingest request is answered only after its records are committed
 // to the store, in one transaction: a request is stored whole or not at
@@ -342,6 +344,7 @@ func (s *Server) routes() []route {
 		{"GET /healthz", scopeNone, cheap, s.health},
 		{"POST /v1/records", scopeIngest, cheap, s.postRecords},
 		{"POST /v1/traces", scopeIngest, cheap, s.postOTLP},
+		{"POST /v1/logs", scopeIngest, cheap, s.postOTLPLogs},
 		{"GET /api/v1/traces", scopeRead, light, s.listTraces},
 		{"GET /api/v1/traces/{id}", scopeRead, heavy, s.getTrace},
 		{"DELETE /api/v1/traces/{id}", scopeAdmin, cheap, s.deleteTrace},

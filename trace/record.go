@@ -40,6 +40,15 @@ const (
 	TypeMessage        Type = "message"         // a conversation message: Name (role), Output (content)
 	TypeError          Type = "error"           // an error not tied to a call: Error
 	TypeCustom         Type = "custom"          // anything else: Name, Output
+	// TypeLog is a log record written during the run (see
+	// ExecutionContext.Log): Name (the logger or event name, may be
+	// empty), Status (the severity text: "INFO", "ERROR", …), Output
+	// {"body":…,"attributes":{…},"severity_number":N} (the parts that
+	// are there), and Error (the body's text) when the severity is
+	// SeverityError or above. It is a point event under the span it was
+	// written in. A logged error is not a failed operation: Stats does
+	// not count it.
+	TypeLog Type = "log"
 	// TypeDropped marks records of the trace that were lost on the way to
 	// the sinks (see FullPolicy): Name DroppedName ("records"), Output
 	// {"count":N}, N the records of this trace dropped since its last
@@ -62,7 +71,7 @@ var types = [...]Type{
 	TypeStateInit, TypeStateUpdate, TypeMemorySet,
 	TypeHookStart, TypeHookEnd, TypeHookError,
 	TypeChildSpawn, TypeChildEnd, TypeNodeStart, TypeNodeEnd,
-	TypeGuardrail, TypeMessage, TypeError, TypeCustom, TypeDropped,
+	TypeGuardrail, TypeMessage, TypeError, TypeCustom, TypeDropped, TypeLog,
 }
 
 // Valid reports whether t is one of the record types Types returns.

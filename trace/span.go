@@ -168,8 +168,10 @@ func (s Span) Delta(kind string, chunk Value) {
 //
 //	out, err := trace.Tool(ctx, "search", query, func(ctx context.Context) ([]Hit, error) { … })
 //
-// input and the result are encoded with JSON. Without an ExecutionContext
-// in ctx it just calls fn.
+// input and the result are encoded with JSON. fn gets ctx with the call
+// as the span in progress (see Span.Context), so that what it records
+// with Log, and the runs it starts with SpawnChild, hang under the call.
+// Without an ExecutionContext in ctx it just calls fn.
 //
 // If fn panics, Tool records tool.error with the panic (a *PanicError's
 // text: the value and where it was raised) and panics again with the same
@@ -198,7 +200,7 @@ func Tool[T any](ctx context.Context, name string, input any, fn func(context.Co
 			}
 		}
 	}()
-	out, err := fn(ctx)
+	out, err := fn(s.Context(ctx))
 	returned = true
 	if err != nil {
 		s.End(nil, err)

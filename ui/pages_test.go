@@ -411,3 +411,42 @@ func TestLargeRunPages(t *testing.T) {
 	}
 	tb.noConsoleErrors(t)
 }
+
+// TestLogRecords: log records show in the run's tree under the span they
+// were written in, as severity, logger and body; an error-level one is
+// marked failed, and its details show the attributes.
+func TestLogRecords(t *testing.T) {
+	e := newEnv(t)
+	b := newBuilder()
+	root, tool, info, bad := trace.NewSpanID(), trace.NewSpanID(), trace.NewSpanID(), trace.NewSpanID()
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "logged"})
+	b.rec(trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolStart, Name: "lookup"})
+	l := trace.LogEntry{Name: "weather", SeverityNumber: trace.SeverityInfo, Body: trace.Text("fetching forecast"),
+		Attributes: trace.JSON(map[string]string{"city": "Lyon"})}.Record()
+	l.SpanID, l.ParentID = info, tool
+	b.rec(l)
+	l = trace.LogEntry{SeverityNumber: trace.SeverityError, Body: trace.Text("upstream timed out")}.Record()
+	l.SpanID, l.ParentID = bad, tool
+	b.rec(l)
+	b.rec(trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolEnd, Name: "lookup", Duration: time.Millisecond})
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunEnd, Name: "logged", Status: "success", Duration: 5 * time.Millisecond})
+	e.append(t, b.recs)
+
+	tb := newTab(t, 30*time.Second)
+	tb.do(t, "run", chromedp.Navigate(e.ts.URL+"/#/run/"+b.id.String()+"?span="+info.String()), waitLoaded(`#details`))
+	rows := eval[[]string](t, tb, `[...document.querySelectorAll('#tree .row')].map(r => r.querySelector('.type').innerText + ' ' + r.querySelector('.name').innerText + (r.classList.contains('failed') ? ' [failed]' : ''))`)
+	want := []string{"run.start logged", "tool.start lookup", "log INFO weather: fetching forecast", "log ERROR: upstream timed out [failed]"}
+	if len(rows) != len(want) {
+		t.Fatalf("rows = %q, want %q", rows, want)
+	}
+	for i, w := range want {
+		if rows[i] != w {
+			t.Errorf("row %d = %q, want %q", i, rows[i], w)
+		}
+	}
+	det := eval[string](t, tb, `document.querySelector('#details').innerText`)
+	if err := hasText(det, "INFO", "fetching forecast", "city", "Lyon", "severity_number"); err != nil {
+		t.Errorf("log details: %v", err)
+	}
+	tb.noConsoleErrors(t)
+}

@@ -41,11 +41,12 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the collector: ingest (Loupe records, OTLP/HTTP and OTLP/gRPC), the JSON API and live streams",
 		Long: `Run the collector on one port: POST /v1/records (Loupe records), POST
-/v1/traces (OTLP/HTTP, protobuf or JSON: point any OpenTelemetry SDK at
-http://127.0.0.1:4318), the JSON API under /api/v1 (its OpenAPI document at
+/v1/traces and POST /v1/logs (OTLP/HTTP, protobuf or JSON: point any
+OpenTelemetry SDK at http://127.0.0.1:4318; log records join the traces they
+were written in), the JSON API under /api/v1 (its OpenAPI document at
 /api/v1/openapi.json), live streams, Loupe's MCP server at /mcp (streamable
 HTTP; see loupe mcp; --mcp-config sets what it runs) and the web UI at /
-(--no-ui to leave it out). OTLP/gRPC trace export is served on a second
+(--no-ui to leave it out). OTLP/gRPC trace and logs export is served on a second
 port, --grpc-addr (127.0.0.1:4317 by default when --addr is on loopback;
 "" turns it off), with API keys sent as the metadata authorization: Bearer
 <key>. It stores into the same store as the other commands (--db /
@@ -143,7 +144,7 @@ after the requests in flight are committed and answered.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
-	cmd.Flags().StringVar(&grpcAddr, "grpc-addr", "127.0.0.1:4317", "address to serve OTLP/gRPC trace export on; the default applies only when --addr is on loopback (then on its host), \"\" turns it off, and a non-loopback address requires API keys")
+	cmd.Flags().StringVar(&grpcAddr, "grpc-addr", "127.0.0.1:4317", "address to serve OTLP/gRPC trace and logs export on; the default applies only when --addr is on loopback (then on its host), \"\" turns it off, and a non-loopback address requires API keys")
 	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web UI at /")
 	pricesFlag(cmd, &pricesFile)
 	cmd.Flags().BoolVar(&open, "open", false, "open the web UI in a browser once listening")
@@ -232,7 +233,7 @@ func newKeysCmd() *cobra.Command {
 		Use:   "create",
 		Short: "Create an API key and print it (it is shown once)",
 		Long: `Create an API key for loupe serve and print it; only its SHA-256 is stored.
-Scopes: ingest (POST /v1/records and /v1/traces only), read (the API and
+Scopes: ingest (POST /v1/records, /v1/traces and /v1/logs only), read (the API and
 streams only), admin (everything, deleting traces included). Send it as
 Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <key>".`,
 		Args: cobra.NoArgs,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -236,5 +237,34 @@ func TestTrajectoryUnknownCostStaysNil(t *testing.T) {
 	}))
 	if got.CostUSD != nil || got.LLMCalls == nil || *got.LLMCalls != 2 {
 		t.Errorf("CostUSD=%v LLMCalls=%v, want an unknown cost over 2 calls", got.CostUSD, got.LLMCalls)
+	}
+}
+
+// TestLogsIgnored: log records, error-level ones too, change nothing of a
+// trajectory but the record count.
+func TestLogsIgnored(t *testing.T) {
+	tr := trace.New(trace.Options{})
+	ctx, ec := tr.Start(context.Background(), "main", trace.RunOptions{Input: trace.Text("q")})
+	ec.StartIteration()
+	trace.Tool(ctx, "search", map[string]string{"q": "x"}, func(ctx context.Context) (string, error) { return "hit", nil })
+	ec.Message("assistant", trace.Text("done"))
+	ec.EndIteration("terminate")
+	ec.End(trace.Text("done"), nil)
+	plain := fromtrace.Trajectory(ec.Records())
+
+	var logged []trace.Record
+	for i, r := range ec.Records() {
+		logged = append(logged, r)
+		l := trace.LogEntry{SeverityNumber: trace.SeverityError, Body: trace.Text("log " + strconv.Itoa(i))}.Record()
+		l.TraceID, l.SpanID, l.ParentID, l.Seq, l.Time = r.TraceID, trace.NewSpanID(), r.SpanID, r.Seq, r.Time
+		logged = append(logged, l)
+	}
+	got := fromtrace.Trajectory(logged)
+	if got.EventCount != 2*plain.EventCount {
+		t.Errorf("event count %d, want %d", got.EventCount, 2*plain.EventCount)
+	}
+	got.EventCount = plain.EventCount
+	if !reflect.DeepEqual(got, plain) {
+		t.Errorf("with logs:\n%+v\nwithout:\n%+v", got, plain)
 	}
 }

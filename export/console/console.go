@@ -115,6 +115,11 @@ func (p *printer) describe(n *trace.Node) string {
 		fmt.Fprintf(&b, "message %s: %s", s.Name, p.short(s.Output))
 	case trace.TypeGuardrail:
 		fmt.Fprintf(&b, "guardrail %s → %s", s.Name, s.Status)
+	case trace.TypeLog:
+		b.WriteString(strings.TrimSpace("log " + s.Status + " " + s.Name))
+		if e, _ := s.Entry(); len(e.Body) > 0 && s.Error == "" {
+			b.WriteString(": " + p.short(e.Body))
+		}
 	default:
 		b.WriteString(string(s.Type))
 		if s.Name != "" {

@@ -55,6 +55,7 @@ func Record(tr *trace.Tracer) *trace.ExecutionContext {
 	ec.Message("assistant", trace.Text("The answer is 42."))
 	ec.Error(errors.New("transient: retrying"))
 	ec.Custom("cache", trace.JSON(map[string]bool{"hit": true}))
+	ec.Log(trace.LogEntry{Name: "agent", SeverityNumber: trace.SeverityWarn, Body: trace.Text("cache is cold"), Attributes: trace.JSON(map[string]int{"entries": 0})})
 	ec.EndIteration("terminate")
 	ec.End(trace.Text("The answer is 42."), nil)
 	return ec

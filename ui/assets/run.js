@@ -48,6 +48,7 @@ export class Model {
     if (end > n.end) n.end = end;
     if (start < this.t0) this.t0 = start;
     if (end > this.t1) this.t1 = end;
+    if (r.type === 'log' && n.recs.length === 1) n.name = logLine(r);
     if (!n.name && r.name) n.name = r.name;
     if (r.status) n.status = r.status;
     if (r.error) n.error = r.error;
@@ -71,6 +72,16 @@ export class Model {
   }
 }
 
+// logLine is how a log record reads in the tree: its severity, its logger
+// or event name and its body's text.
+function logLine(r) {
+  const o = r.output && typeof r.output === 'object' && !Array.isArray(r.output) ? r.output : { body: r.output };
+  let body = o.body === undefined || o.body === null ? '' : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+  body = body.replace(/\s+/g, ' ');
+  const head = [r.status, r.name].filter(Boolean).join(' ');
+  return head && body ? head + ': ' + body : head || body;
+}
+
 // mark flags n and its ancestors as on a failing path.
 function mark(n) { for (; n && !n.badpath; n = n.p) n.badpath = true; }
 
@@ -78,6 +89,7 @@ function barClass(t) {
   if (t.startsWith('tool')) return 'tool';
   if (t.startsWith('model')) return 'model';
   if (t.startsWith('iteration')) return 'iter';
+  if (t === 'log') return 'log';
   return '';
 }
 
