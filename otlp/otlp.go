@@ -155,6 +155,11 @@ func DecodeProto(b []byte) (ptrace.Traces, error) {
 // on any input pdata can decode.
 func Map(td ptrace.Traces, o *Options) Result {
 	var res Result
+	// First what every span is (see dialect.go), then the records: whether
+	// a model span is the call or a wrapper around it depends on the spans
+	// under it (see nestedCalls).
+	spans := make([]classified, 0, td.SpanCount())
+	calls := 0
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -163,20 +168,72 @@ func Map(td ptrace.Traces, o *Options) Result {
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
 			limitMap(ss.Scope().Attributes(), o, 0)
-			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
+			sps := ss.Spans()
+			for k := 0; k < sps.Len(); k++ {
+				sp := sps.At(k)
 				if err := check(sp); err != nil {
 					res.Rejected = append(res.Rejected, &SpanError{Resource: i, Scope: j, Span: k, Name: sp.Name(), Err: err})
 					continue
 				}
 				limitSpan(sp, o)
-				res.Records = mapSpan(res.Records, rs, ss, sp, o)
-				res.Spans++
+				c := classified{rs: rs, ss: ss, sp: sp, m: scanMarks(sp.Attributes())}
+				c.kind, c.d = c.m.classify(ss.Scope().Name(), sp.Name())
+				if c.kind == KindModel {
+					calls++
+				}
+				spans = append(spans, c)
 			}
 		}
 	}
+	if calls > 1 {
+		nestedCalls(spans)
+	}
+	for i := range spans {
+		res.Records = mapSpan(res.Records, &spans[i], o)
+		res.Spans++
+	}
 	return res
+}
+
+// classified is a span of a request and what it is.
+type classified struct {
+	rs   ptrace.ResourceSpans
+	ss   ptrace.ScopeSpans
+	sp   ptrace.Span
+	m    marks
+	kind Kind
+	d    dialect
+}
+
+// nestedCalls makes a model span with another model span of the same
+// request under it that carries token counts a step: the same call seen twice, by a framework and
+// by the client library under it (LangChain's ChatOpenAI span and the
+// OpenAI instrumentation's, the OpenAI Agents SDK's response span and the
+// OpenAI client's, LlamaIndex's achat_with_tools around achat). The
+// innermost span is the call: it is the request the provider answered and
+// carries its tokens, which the outer one would count again. An inner
+// span without tokens (an attempt the outer span records) leaves both
+// calls as they are: nothing is counted twice.
+func nestedCalls(spans []classified) {
+	type key struct {
+		tid trace.TraceID
+		sid trace.SpanID
+	}
+	models := make(map[key]int, 8)
+	for i := range spans {
+		if spans[i].kind == KindModel {
+			models[key{trace.TraceID(spans[i].sp.TraceID()), trace.SpanID(spans[i].sp.SpanID())}] = i
+		}
+	}
+	for i := range spans {
+		c := &spans[i]
+		if c.kind != KindModel || !c.m.tokens || c.sp.ParentSpanID().IsEmpty() {
+			continue
+		}
+		if p, ok := models[key{trace.TraceID(c.sp.TraceID()), trace.SpanID(c.sp.ParentSpanID())}]; ok && p != i {
+			spans[p].kind = KindGeneric
+		}
+	}
 }
 
 func check(sp ptrace.Span) error {
@@ -304,7 +361,8 @@ func (s *spanRecs) addWhole(r trace.Record, role string, n int) {
 	s.dst = append(s.dst, r)
 }
 
-func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, sp ptrace.Span, o *Options) []trace.Record {
+func mapSpan(dst []trace.Record, c *classified, o *Options) []trace.Record {
+	rs, ss, sp, kind, dia := c.rs, c.ss, c.sp, c.kind, c.d
 	tid := trace.TraceID(sp.TraceID())
 	sid := trace.SpanID(sp.SpanID())
 	parent := trace.SpanID(sp.ParentSpanID())
@@ -315,9 +373,7 @@ func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, 
 		end = start // unended (or skewed): no duration rather than a negative one
 	}
 	d := end.Sub(start)
-	m := scanMarks(attrs)
-	kind, dia := m.classify(ss.Scope().Name(), sp.Name())
-	v := read(kind, dia, &m, sp)
+	v := read(kind, dia, &c.m, sp)
 	errMsg := spanError(sp)
 	if errMsg == "" {
 		errMsg = v.errMsg
@@ -516,7 +572,9 @@ func ioValues(kind Kind, sp ptrace.Span, sysInstr bool) (in, out trace.Value) {
 
 // eventMessages reads GenAI content events: gen_ai.content.prompt /
 // gen_ai.content.completion (gen_ai.prompt / gen_ai.completion
-// attributes), and the per-message events gen_ai.{system,user,assistant,
+// attributes), gen_ai.client.inference.operation.details
+// (gen_ai.input.messages / gen_ai.output.messages), and the per-message
+// events gen_ai.{system,user,assistant,
 // tool}.message and gen_ai.choice.
 func eventMessages(sp ptrace.Span) (in, out trace.Value) {
 	var msgs, choices []byte
@@ -532,6 +590,13 @@ func eventMessages(sp ptrace.Span) (in, out trace.Value) {
 		case "gen_ai.content.completion":
 			if out == nil {
 				out = firstJSON(a, "gen_ai.completion")
+			}
+		case evDetails:
+			if in == nil {
+				in = firstJSON(a, "gen_ai.input.messages")
+			}
+			if out == nil {
+				out = firstJSON(a, "gen_ai.output.messages")
 			}
 		case "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
 			msgs = appendEventMessage(msgs, strings.TrimSuffix(strings.TrimPrefix(n, "gen_ai."), ".message"), a)
@@ -594,10 +659,10 @@ func openInferenceValue(a pcommon.Map, which string) trace.Value {
 func finishReason(a pcommon.Map) string {
 	v, ok := a.Get("gen_ai.response.finish_reasons")
 	if !ok {
-		if s := str(a, "gen_ai.completion.0.finish_reason"); s != "" {
-			return s
-		}
-		return str(a, "llm.output_messages.0.message.finish_reason")
+		// gen_ai.response.finish_reason: Semantic Kernel, Eino's apmplus;
+		// llm.finish_reason: OpenInference.
+		return firstStr(a, "gen_ai.completion.0.finish_reason", "llm.output_messages.0.message.finish_reason",
+			"gen_ai.response.finish_reason", "llm.finish_reason")
 	}
 	if v.Type() == pcommon.ValueTypeSlice {
 		var parts []string
@@ -616,10 +681,10 @@ func finishReason(a pcommon.Map) string {
 func usage(a pcommon.Map) trace.Usage {
 	u := trace.Usage{
 		Provider:        firstStr(a, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"),
-		InputTokens:     firstInt(a, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"),
-		OutputTokens:    firstInt(a, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"),
-		CachedTokens:    firstInt(a, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cached_tokens", "llm.token_count.prompt_details.cache_read"),
-		ReasoningTokens: firstInt(a, "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"),
+		InputTokens:     firstInt(a, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "gen_ai.response.prompt_tokens"),
+		OutputTokens:    firstInt(a, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "gen_ai.response.completion_tokens"),
+		CachedTokens:    firstInt(a, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cached_tokens", "llm.token_count.prompt_details.cache_read", "gen_ai.usage.prompt_tokens_details.cached_tokens"),
+		ReasoningTokens: firstInt(a, "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning", "gen_ai.usage.completion_tokens_details.reasoning_tokens"),
 		CostUSD:         firstFloat(a, "gen_ai.usage.cost", "llm.cost.total"),
 	}
 	if v, ok := a.Get(AttrCostUnknown); ok && u.CostUSD == 0 {
