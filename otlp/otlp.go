@@ -47,6 +47,7 @@ package otlp
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -155,9 +156,21 @@ func DecodeProto(b []byte) (ptrace.Traces, error) {
 // on any input pdata can decode.
 func Map(td ptrace.Traces, o *Options) Result {
 	var res Result
-	// First what every span is (see dialect.go), then the records: whether
-	// a model span is the call or a wrapper around it depends on the spans
-	// under it (see nestedCalls).
+	var spans []classified
+	spans, res.Rejected = classify(td, o)
+	for i := range spans {
+		res.Records = mapSpan(res.Records, &spans[i], o)
+	}
+	res.Spans = len(spans)
+	return res
+}
+
+// classify checks and limits every span of td and tells what each is (see
+// dialect.go), first span by span and then, for model spans, by the spans
+// under them (see nestedCalls). It returns the spans to map, in request
+// order, and the spans rejected.
+func classify(td ptrace.Traces, o *Options) ([]classified, []*SpanError) {
+	var rejected []*SpanError
 	spans := make([]classified, 0, td.SpanCount())
 	calls := 0
 	rss := td.ResourceSpans()
@@ -172,7 +185,7 @@ func Map(td ptrace.Traces, o *Options) Result {
 			for k := 0; k < sps.Len(); k++ {
 				sp := sps.At(k)
 				if err := check(sp); err != nil {
-					res.Rejected = append(res.Rejected, &SpanError{Resource: i, Scope: j, Span: k, Name: sp.Name(), Err: err})
+					rejected = append(rejected, &SpanError{Resource: i, Scope: j, Span: k, Name: sp.Name(), Err: err})
 					continue
 				}
 				limitSpan(sp, o)
@@ -188,11 +201,7 @@ func Map(td ptrace.Traces, o *Options) Result {
 	if calls > 1 {
 		nestedCalls(spans)
 	}
-	for i := range spans {
-		res.Records = mapSpan(res.Records, &spans[i], o)
-		res.Spans++
-	}
-	return res
+	return spans, rejected
 }
 
 // classified is a span of a request and what it is.
@@ -564,6 +573,15 @@ func ioValues(kind Kind, sp ptrace.Span, sysInstr bool) (in, out trace.Value) {
 	if out == nil {
 		out = openInferenceValue(a, "output")
 	}
+	if kind == KindGeneric || kind == KindAgent {
+		// OpenLIT's framework spans (invoke_workflow).
+		if in == nil {
+			in = firstJSON(a, "gen_ai.workflow.input")
+		}
+		if out == nil {
+			out = firstJSON(a, "gen_ai.workflow.output")
+		}
+	}
 	if kind == KindTool && out == nil {
 		out = firstJSON(a, "retrieval.documents")
 	}
@@ -619,25 +637,36 @@ func appendEventMessage(b []byte, role string, a pcommon.Map) []byte {
 	} else {
 		b = append(b, ',')
 	}
+	b = append(b, '{')
+	first := true
 	if role != "" && !has(a, "role") {
-		b = append(b, `{"role":`...)
+		b = append(b, `"role":`...)
 		b = trace.AppendString(b, role)
-		m := mapJSON(a)
-		if len(m) > 2 {
-			b = append(b, ',')
-			b = append(b, m[1:]...)
-			return b
-		}
-		return append(b, '}')
+		first = false
 	}
-	return append(b, orEmptyObject(mapJSON(a))...)
+	a.Range(func(k string, v pcommon.Value) bool {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = trace.AppendString(b, k)
+		b = append(b, ':')
+		// Strands and Semantic Kernel write a message's content blocks as
+		// a JSON document in a string.
+		if s := v.Str(); v.Type() == pcommon.ValueTypeStr && (k == "content" || k == "message") && jsonDoc(s) {
+			b = append(b, norm(trace.Value(s))...)
+			return true
+		}
+		b = appendValue(b, v, 1, DefaultMaxDepth)
+		return true
+	})
+	return append(b, '}')
 }
 
-func orEmptyObject(v trace.Value) trace.Value {
-	if len(v) == 0 {
-		return trace.Value("{}")
-	}
-	return v
+// jsonDoc tells whether s is a JSON object or array.
+func jsonDoc(s string) bool {
+	t := strings.TrimSpace(s)
+	return t != "" && (t[0] == '[' || t[0] == '{') && json.Valid([]byte(t))
 }
 
 // openInferenceValue reads input.value / output.value: JSON when the

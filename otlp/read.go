@@ -37,7 +37,7 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 	case dialectADK:
 		readADK(&v, kind, a, sp.Name())
 	case dialectOpenInference:
-		readOpenInference(&v, kind, a)
+		readOpenInference(&v, kind, a, sp.ParentSpanID().IsEmpty())
 	case dialectStrands:
 		readStrands(&v, kind, sp)
 	case dialectEino:
@@ -59,7 +59,7 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 		case KindTool:
 			v.name = firstStr(a, "gen_ai.tool.name", "tool.name")
 		case KindAgent:
-			v.name = firstStr(a, "gen_ai.agent.name", "agent.name")
+			v.name = firstStr(a, "gen_ai.agent.name", "agent.name", "graph.node.id") // graph.node.id: CrewAI's agent role
 		}
 		if v.name == "" {
 			v.name = sp.Name()
@@ -637,8 +637,16 @@ func adkResponse(v *spanInfo, s string) {
 // answer: text and tool calls, with the "reasoning" contents (the OpenAI
 // Agents instrumentation's reasoning summaries) as Thinking. Other kinds
 // are read by the generic rules (input.value / output.value, tool.name).
-func readOpenInference(v *spanInfo, kind Kind, a pcommon.Map) {
-	if kind != KindModel {
+func readOpenInference(v *spanInfo, kind Kind, a pcommon.Map, root bool) {
+	switch {
+	case kind == KindTool:
+		v.in = kwargsInput(openInferenceValue(a, "input"))
+		v.out = lcContent(openInferenceValue(a, "output"))
+		return
+	case kind != KindModel:
+		if root {
+			v.out = lastAnswer(openInferenceValue(a, "output"))
+		}
 		return
 	}
 	msgs := indexed(a, "llm.output_messages.")
@@ -687,7 +695,11 @@ func readOpenInference(v *spanInfo, kind Kind, a pcommon.Map) {
 			text = append(text, rawText(m.Content))
 		}
 		for _, tc := range m.ToolCalls {
-			calls = append(calls, toolCall{ID: tc.TC.ID, Name: tc.TC.Function.Name, Input: tc.TC.Function.Arguments})
+			args := tc.TC.Function.Arguments
+			if len(args) == 0 {
+				args = json.RawMessage("{}") // the OpenAI Agents instrumentation leaves "{}" out
+			}
+			calls = append(calls, toolCall{ID: tc.TC.ID, Name: tc.TC.Function.Name, Input: args})
 		}
 	}
 	if out := nativeOutput(strings.Join(text, "\n"), calls); out != nil {
@@ -698,6 +710,95 @@ func readOpenInference(v *spanInfo, kind Kind, a pcommon.Map) {
 	if len(thinking) > 0 {
 		v.thinking = trace.Text(strings.Join(thinking, "\n"))
 	}
+}
+
+// kwargsInput simplifies a tool call's bound arguments as LlamaIndex and
+// smolagents record them ({"args":[],"kwargs":{…}}, smolagents with its
+// own sanitize_inputs_outputs flag beside) to the keyword arguments, the
+// arguments the model sent.
+func kwargsInput(in trace.Value) trace.Value {
+	if len(in) == 0 || in[0] != '{' || !bytes.Contains(in, []byte(`"kwargs"`)) {
+		return in
+	}
+	var call map[string]json.RawMessage
+	if json.Unmarshal(in, &call) != nil {
+		return in
+	}
+	args, kwargs := bytes.TrimSpace(call["args"]), bytes.TrimSpace(call["kwargs"])
+	if string(args) != "[]" || len(kwargs) == 0 || kwargs[0] != '{' {
+		return in
+	}
+	for k := range call {
+		if k != "args" && k != "kwargs" && k != "sanitize_inputs_outputs" {
+			return in
+		}
+	}
+	return trace.Value(kwargs)
+}
+
+// lcMessage is a LangChain message as its serializer writes it
+// ({"lc":1,"type":"constructor","id":[…,"AIMessage"],"kwargs":{…}}), or
+// as a plain {"role","content"} / {"type","content"} object.
+type lcMessage struct {
+	LC     int      `json:"lc"`
+	ID     []string `json:"id"`
+	Kwargs *struct {
+		Content json.RawMessage `json:"content"`
+		Type    string          `json:"type"`
+	} `json:"kwargs"`
+	Role    string          `json:"role"`
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content"`
+}
+
+// content returns the message's role ("ai" for the model's) and content.
+func (m *lcMessage) content() (role string, content json.RawMessage) {
+	if m.Kwargs != nil {
+		role = m.Kwargs.Type
+		if role == "" && len(m.ID) > 0 {
+			role = strings.ToLower(strings.TrimSuffix(m.ID[len(m.ID)-1], "Message"))
+		}
+		return role, m.Kwargs.Content
+	}
+	role = m.Role
+	if role == "" {
+		role = m.Type
+	}
+	return role, m.Content
+}
+
+// lcContent returns a LangChain ToolMessage's content (what a tool
+// returned to the model), or v as it is.
+func lcContent(v trace.Value) trace.Value {
+	if len(v) == 0 || v[0] != '{' || !bytes.Contains(v, []byte(`"lc"`)) {
+		return v
+	}
+	var m lcMessage
+	if json.Unmarshal(v, &m) != nil || m.LC == 0 || m.Kwargs == nil || len(m.Kwargs.Content) == 0 {
+		return v
+	}
+	return trace.Value(m.Kwargs.Content)
+}
+
+// lastAnswer returns the content of the last message of a LangGraph
+// state's messages ({"messages":[…]}, the graph's output) when the model
+// wrote it: the run's answer. Anything else is returned as it is.
+func lastAnswer(v trace.Value) trace.Value {
+	if len(v) == 0 || v[0] != '{' || !bytes.Contains(v, []byte(`"messages"`)) {
+		return v
+	}
+	var st struct {
+		Messages []lcMessage `json:"messages"`
+	}
+	if json.Unmarshal(v, &st) != nil || len(st.Messages) == 0 {
+		return v
+	}
+	last := st.Messages[len(st.Messages)-1]
+	role, content := last.content()
+	if role != "ai" && role != "assistant" || len(content) == 0 || string(content) == `""` {
+		return v
+	}
+	return trace.Value(content)
 }
 
 // --- Strands Agents ----------------------------------------------------------------
@@ -843,12 +944,8 @@ func strandsParts(out trace.Value) (finish string, thinking trace.Value) {
 	var msgs []struct {
 		Finish string `json:"finish_reason"`
 		Parts  []struct {
-			Type    string `json:"type"`
-			Content struct {
-				Text *struct {
-					Text string `json:"text"`
-				} `json:"reasoningText"`
-			} `json:"content"`
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
 		} `json:"parts"`
 	}
 	if json.Unmarshal(out, &msgs) != nil {
@@ -860,8 +957,13 @@ func strandsParts(out trace.Value) (finish string, thinking trace.Value) {
 			finish = m.Finish
 		}
 		for _, p := range m.Parts {
-			if p.Type == "reasoningContent" && p.Content.Text != nil {
-				texts = append(texts, p.Content.Text.Text)
+			var r struct {
+				Text *struct {
+					Text string `json:"text"`
+				} `json:"reasoningText"`
+			}
+			if p.Type == "reasoningContent" && json.Unmarshal(p.Content, &r) == nil && r.Text != nil {
+				texts = append(texts, r.Text.Text)
 			}
 		}
 	}
@@ -916,7 +1018,7 @@ func readEino(v *spanInfo, kind Kind, a pcommon.Map, sp ptrace.Span) {
 		v.out = einoField(firstJSON(a, "gen_ai.completion.0.content"), "Response")
 	default:
 		if sp.ParentSpanID().IsEmpty() {
-			v.in, v.out = nonEmpty(a, "gen_ai.input"), nonEmpty(a, "gen_ai.output")
+			v.in, v.out = nonEmpty(a, "gen_ai.input"), einoAnswer(nonEmpty(a, "gen_ai.output"))
 		}
 		if v.in == nil {
 			v.in = firstJSON(a, "gen_ai.prompt.0.content")
@@ -925,6 +1027,23 @@ func readEino(v *spanInfo, kind Kind, a pcommon.Map, sp ptrace.Span) {
 			v.out = firstJSON(a, "gen_ai.completion.0.content")
 		}
 	}
+}
+
+// einoAnswer returns the text of the one message a graph answered with,
+// or out as it is.
+func einoAnswer(out trace.Value) trace.Value {
+	if len(out) == 0 || out[0] != '[' {
+		return out
+	}
+	var ms []struct {
+		Role      string          `json:"role"`
+		Content   string          `json:"content"`
+		ToolCalls json.RawMessage `json:"tool_calls"`
+	}
+	if json.Unmarshal(out, &ms) != nil || len(ms) != 1 || ms[0].Role != "assistant" || ms[0].Content == "" || len(ms[0].ToolCalls) > 0 {
+		return out
+	}
+	return trace.Text(ms[0].Content)
 }
 
 // einoMessages reads Eino schema.Messages (JSON): content, tool_calls,
