@@ -20,6 +20,14 @@ import (
 // put the agent's name on every span inside an agent, and Pydantic AI puts
 // the run's token totals on its run span (which alone has agent_name with
 // model_name, final_result and all its messages).
+//
+// Two more rules look beyond one attribute. LangChain's OpenInference
+// instrumentation calls every run with "agent" in its name an AGENT; a
+// LangGraph node so named (its metadata's langgraph_node is the span's
+// name) is one step of the graph's run, not a child agent. And a model
+// span with a model span under it that carries tokens is a step (Map's
+// nestedCalls, in otlp.go): one request seen by a framework and by its
+// client library.
 
 // dialect is the instrumentation that wrote a span, as far as reading its
 // fields goes.

@@ -12,16 +12,22 @@
 //     input.value / output.value);
 //   - the dialects of frameworks that export their own telemetry: the
 //     Vercel AI SDK (ai.*), Pydantic AI and Logfire, Genkit (genkit:*),
-//     Traceloop OpenLLMetry (traceloop.*) and Google ADK
-//     (gcp.vertex.agent.*).
+//     Traceloop OpenLLMetry (traceloop.*), Google ADK
+//     (gcp.vertex.agent.*), Strands Agents (content in events), Eino's
+//     apmplus callback (gen_ai.span.kind), and what OpenLIT, Semantic
+//     Kernel and OpenInference's framework instrumentations (OpenAI
+//     Agents SDK, LangChain and LangGraph, CrewAI, smolagents, LlamaIndex)
+//     add to the conventions above.
 //
 // A model span becomes a model.call, a tool span tool.start + tool.end (or
 // tool.error), an agent span a run (run.start/run.end at the root,
 // child.spawn/child.end below it), any other span node.start/node.end, and
 // each span event a custom record. What a span is comes from what it says
 // it is before what its attributes hint at (see dialect.go): a run span
-// that carries its run's token totals is a run, not one more model call.
-// docs/otlp-mapping.md has the tables.
+// that carries its run's token totals is a run, not one more model call,
+// and a model span around another model span of the same request (a
+// framework's span around its client library's) is a step, the inner one
+// the call. docs/otlp-mapping.md has the tables.
 //
 // # Nothing is lost
 //
@@ -321,9 +327,11 @@ const (
 
 // Classify tells what a span is from its attributes and which convention
 // said so: "openinference", "gen_ai", "vercel_ai", "pydantic_ai",
-// "genkit", "traceloop", "adk" or "" (none). It does not see the span's
-// name or scope, which Map also uses (Google ADK's older agent spans are
-// known by their name only; Pydantic AI's and ADK's by their scope).
+// "genkit", "traceloop", "adk", "strands", "eino" or "" (none). It sees
+// one span's attributes only, not its name, its scope or the spans under
+// it, which Map also uses (Google ADK's older agent spans are known by
+// their name only; Pydantic AI's, ADK's, Strands' and Eino's also by
+// their scope; a model span around another is a step).
 func Classify(attrs pcommon.Map) (Kind, string) {
 	m := scanMarks(attrs)
 	k, d := m.classify("", "")
