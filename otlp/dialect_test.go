@@ -690,6 +690,12 @@ func TestNestedCalls(t *testing.T) {
 	}{
 		{"the OpenAI client's span under the Agents SDK's response span", []sp{
 			{t1, "0000000000000001", "", llm(true)}, {t1, "0000000000000002", "0000000000000001", llm(true)}}, "generic model"},
+		{"an OpenAI Agents SDK response span under its generation span", []sp{
+			{t1, "0000000000000001", "", [][2]string{{"openinference.span.kind", "LLM"}, {"llm.token_count.prompt", "10"}}},
+			{t1, "0000000000000002", "0000000000000001", [][2]string{{"openinference.span.kind", "LLM"}, {"llm.token_count.prompt", "10"}, {"llm.token_count.prompt_details.cache_read", "8"}}}}, "generic model"},
+		{"GenAI chat spans nested (a framework's chat around the client's)", []sp{
+			{t1, "0000000000000001", "", [][2]string{{"gen_ai.operation.name", "chat"}, {"gen_ai.usage.input_tokens", "10"}}},
+			{t1, "0000000000000002", "0000000000000001", [][2]string{{"gen_ai.operation.name", "chat"}, {"gen_ai.usage.input_tokens", "10"}}}}, "generic model"},
 		{"the inner span arrives first", []sp{
 			{t1, "0000000000000002", "0000000000000001", llm(true)}, {t1, "0000000000000001", "", llm(true)}}, "model generic"},
 		{"an inner span without tokens is an attempt: both stay calls", []sp{
