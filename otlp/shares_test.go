@@ -43,7 +43,7 @@ func TestDialectShares(t *testing.T) {
 		}
 		s := shareOf(Map(decodeFile(t, "testdata/"+c.file), nil).Records)
 		t.Logf("| `%s` | %d | %d (%d %%): %d model, %d tool, %d agent | %d | %d | %d/%d | %d/%d | %d |",
-			strings.TrimSuffix(c.file, ".json"), n[0], n[0]-n[4], 100*(n[0]-n[4])/n[0], n[1], n[2], n[3], n[4],
+			strings.TrimSuffix(c.file, ".json"), n[0], n[0]-n[4], (200*(n[0]-n[4])/n[0]+1)/2, n[1], n[2], n[3], n[4],
 			s.inputTokens, s.toolsWithArgs, s.tools, s.modelsWithTokens, s.models, s.thinking)
 		if n != want[c.file] {
 			t.Errorf("%s: spans, model, tool, agent, generic = %v, want %v", c.file, n, want[c.file])
