@@ -52,6 +52,9 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 			v.out = out
 		}
 	}
+	if kind == KindAgent || kind == KindGeneric && sp.ParentSpanID().IsEmpty() {
+		v.out = textAnswer(v.out) // a run's answer, as Loupe's runtime records it
+	}
 	if v.name == "" {
 		switch kind {
 		case KindModel:
@@ -91,6 +94,33 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 		}
 	}
 	return v
+}
+
+// textAnswer returns the text of GenAI output messages that are one
+// assistant message of text parts (an invoke_agent span's answer), or out
+// as it is.
+func textAnswer(out trace.Value) trace.Value {
+	if len(out) == 0 || out[0] != '[' || !bytes.Contains(out, []byte(`"parts"`)) {
+		return out
+	}
+	var ms []struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		} `json:"parts"`
+	}
+	if json.Unmarshal(out, &ms) != nil || len(ms) != 1 || ms[0].Role != "assistant" || len(ms[0].Parts) == 0 {
+		return out
+	}
+	texts := make([]string, 0, len(ms[0].Parts))
+	for _, p := range ms[0].Parts {
+		if p.Type != "text" || len(p.Content) == 0 || p.Content[0] != '"' {
+			return out
+		}
+		texts = append(texts, rawText(p.Content))
+	}
+	return trace.Text(strings.Join(texts, ""))
 }
 
 // fillUsage sets the fields of dst that are zero from src.
