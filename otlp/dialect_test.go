@@ -698,6 +698,9 @@ func TestNestedCalls(t *testing.T) {
 			{t1, "0000000000000002", "0000000000000001", [][2]string{{"gen_ai.operation.name", "chat"}, {"gen_ai.usage.input_tokens", "10"}}}}, "generic model"},
 		{"the inner span arrives first", []sp{
 			{t1, "0000000000000002", "0000000000000001", llm(true)}, {t1, "0000000000000001", "", llm(true)}}, "model generic"},
+		{"three levels, innermost first", []sp{
+			{t1, "0000000000000003", "0000000000000002", llm(true)}, {t1, "0000000000000002", "0000000000000001", llm(true)},
+			{t1, "0000000000000001", "", llm(true)}}, "model generic generic"},
 		{"an inner span without tokens is an attempt: both stay calls", []sp{
 			{t1, "0000000000000001", "", llm(true)}, {t1, "0000000000000002", "0000000000000001", llm(false)}}, "model model"},
 		{"three levels: only the innermost is the call", []sp{

@@ -220,15 +220,16 @@ type classified struct {
 	d    dialect
 }
 
-// nestedCalls makes a model span with another model span of the same
-// request under it that carries token counts a step: the same call seen twice, by a framework and
-// by the client library under it (LangChain's ChatOpenAI span and the
-// OpenAI instrumentation's, the OpenAI Agents SDK's response span and the
-// OpenAI client's, LlamaIndex's achat_with_tools around achat). The
-// innermost span is the call: it is the request the provider answered and
-// carries its tokens, which the outer one would count again. An inner
-// span without tokens (an attempt the outer span records) leaves both
-// calls as they are: nothing is counted twice.
+// nestedCalls makes a model span that has, directly under it in the same
+// request, another model span carrying token counts a step: the same call
+// seen twice, by a framework and by the client library under it
+// (LangChain's ChatOpenAI span and the OpenAI instrumentation's, the
+// OpenAI Agents SDK's response span and the OpenAI client's, LlamaIndex's
+// achat_with_tools around achat). The innermost span is the call: it is
+// the request the provider answered and carries its tokens, which the
+// outer one would count again. An inner span without tokens (an attempt
+// the outer span records) leaves both calls as they are: nothing is
+// counted twice. Spans may come in any order.
 func nestedCalls(spans []classified) {
 	type key struct {
 		tid trace.TraceID
@@ -240,14 +241,18 @@ func nestedCalls(spans []classified) {
 			models[key{trace.TraceID(spans[i].sp.TraceID()), trace.SpanID(spans[i].sp.SpanID())}] = i
 		}
 	}
-	for i := range spans {
+	var outer []int
+	for _, i := range models {
 		c := &spans[i]
-		if c.kind != KindModel || !c.m.tokens || c.sp.ParentSpanID().IsEmpty() {
+		if !c.m.tokens || c.sp.ParentSpanID().IsEmpty() {
 			continue
 		}
 		if p, ok := models[key{trace.TraceID(c.sp.TraceID()), trace.SpanID(c.sp.ParentSpanID())}]; ok && p != i {
-			spans[p].kind = KindGeneric
+			outer = append(outer, p)
 		}
+	}
+	for _, p := range outer {
+		spans[p].kind = KindGeneric
 	}
 }
 
