@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"encoding/json"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -19,6 +20,14 @@ import (
 // put the agent's name on every span inside an agent, and Pydantic AI puts
 // the run's token totals on its run span (which alone has agent_name with
 // model_name, final_result and all its messages).
+//
+// Two more rules look beyond one attribute. LangChain's OpenInference
+// instrumentation calls every run with "agent" in its name an AGENT; a
+// LangGraph node so named (its metadata's langgraph_node is the span's
+// name) is one step of the graph's run, not a child agent. And a model
+// span with a model span under it that carries tokens is a step (Map's
+// nestedCalls, in otlp.go): one request seen by a framework and by its
+// client library.
 
 // dialect is the instrumentation that wrote a span, as far as reading its
 // fields goes.
@@ -33,6 +42,8 @@ const (
 	dialectGenkit    // Firebase Genkit, genkit:* attributes
 	dialectTraceloop // Traceloop OpenLLMetry, traceloop.* attributes
 	dialectADK       // Google Agent Development Kit, gcp.vertex.agent.*
+	dialectStrands   // Strands Agents, GenAI spans with content in events
+	dialectEino      // Eino's apmplus callback, gen_ai.span.kind
 )
 
 // dialectNames are the convention names Classify returns.
@@ -45,12 +56,18 @@ var dialectNames = [...]string{
 	dialectGenkit:        "genkit",
 	dialectTraceloop:     "traceloop",
 	dialectADK:           "adk",
+	dialectStrands:       "strands",
+	dialectEino:          "eino",
 }
 
 // Instrumentation scope names that identify a dialect.
 const (
-	scopePydantic = "pydantic-ai"      // pydantic_ai/models/instrumented.py
-	scopeADK      = "gcp.vertex.agent" // google/adk telemetry.py
+	scopePydantic = "pydantic-ai"                                     // pydantic_ai/models/instrumented.py
+	scopeADK      = "gcp.vertex.agent"                                // google/adk telemetry.py
+	scopeStrands  = "strands.telemetry.tracer"                        // strands/telemetry/tracer.py
+	scopeEino     = "github.com/cloudwego/eino-ext/callbacks/apmplus" // callbacks/apmplus/apmplus.go
+	systemStrands = "strands-agents"                                  // its gen_ai.system / gen_ai.provider.name
+	systemEino    = "eino"                                            // its gen_ai.system
 )
 
 // marks is what one pass over a span's attributes found: the values that
@@ -60,10 +77,14 @@ type marks struct {
 	vercelOp                string // ai.operationId, or the operation.name an ai.* span carries
 	genkitType, genkitSub   string // genkit:type, genkit:metadata:subtype
 	genkitPath              string // genkit:path, whose last step names the subtype too
+	system                  string // gen_ai.system or gen_ai.provider.name: a framework's own name for some
+	einoKind                string // gen_ai.span.kind (Eino's apmplus callback)
+	metadata                string // metadata (OpenInference: LangChain's run metadata, as JSON)
 
 	hasOI, hasOp, hasTL bool
 
 	modelHint    bool // a model name, a prompt or token counts (older GenAI, OpenLLMetry)
+	tokens       bool // input token counts (GenAI, OpenInference, the AI SDK)
 	toolName     bool // gen_ai.tool.name
 	agentName    bool // gen_ai.agent.name
 	pydanticRun  bool // final_result, pydantic_ai.all_messages or all_messages_events (or agentName and modelName below)
@@ -109,9 +130,23 @@ func scanMarks(attrs pcommon.Map) marks {
 			m.genkitPath, m.genkit = v.AsString(), true
 		case "genkit:name", "genkit:input", "genkit:output", "genkit:state":
 			m.genkit = true
-		case "gen_ai.request.model", "gen_ai.response.model", "gen_ai.system", "gen_ai.prompt.0.content",
-			"gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens", "llm.request.type":
+		case "gen_ai.system", "gen_ai.provider.name":
+			if v.Type() == pcommon.ValueTypeStr {
+				m.system = v.Str()
+			}
+			m.modelHint = m.modelHint || k == "gen_ai.system"
+		case "gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens":
+			m.modelHint, m.tokens = true, true
+		case "llm.token_count.prompt", "ai.usage.inputTokens", "ai.usage.promptTokens":
+			m.tokens = true
+		case "gen_ai.request.model", "gen_ai.response.model", "gen_ai.prompt.0.content", "llm.request.type":
 			m.modelHint = true
+		case "gen_ai.span.kind":
+			m.einoKind = v.AsString()
+		case "metadata":
+			if v.Type() == pcommon.ValueTypeStr {
+				m.metadata = v.Str()
+			}
 		case "gen_ai.tool.name":
 			m.toolName = true
 		case "gen_ai.agent.name":
@@ -158,6 +193,10 @@ func (m *marks) classify(scope, spanName string) (Kind, dialect) {
 		d = dialectPydantic
 	case m.adk || scope == scopeADK:
 		d = dialectADK
+	case scope == scopeStrands || m.system == systemStrands:
+		d = dialectStrands
+	case m.einoKind != "" && (scope == scopeEino || m.system == systemEino):
+		d = dialectEino
 	}
 	or := func(fallback dialect) dialect {
 		if d != dialectNone {
@@ -173,14 +212,26 @@ func (m *marks) classify(scope, spanName string) (Kind, dialect) {
 		case "TOOL", "RETRIEVER", "RERANKER":
 			return KindTool, dialectOpenInference
 		case "AGENT":
+			if langGraphNode(m.metadata, spanName) {
+				// LangChain's instrumentation calls every run with "agent"
+				// in its name an agent: a LangGraph node named so is one
+				// step of the graph's run (create_react_agent's model node).
+				return KindGeneric, dialectOpenInference
+			}
 			return KindAgent, dialectOpenInference
 		}
 		return KindGeneric, dialectOpenInference
 	}
+	if d == dialectEino {
+		return einoKind(m.einoKind), d
+	}
 	if m.hasOp {
 		switch m.genaiOp {
-		case "chat", "text_completion", "generate_content", "completion", "embeddings":
+		case "chat", "text_completion", "generate_content", "completion", "embeddings",
+			"chat.completions", "chat.streaming_completions", "text.completions", "text.streaming_completions": // Semantic Kernel
 			return KindModel, or(dialectGenAI)
+		case "retrieval": // OpenLIT's vector stores and retrievers
+			return KindTool, or(dialectGenAI)
 		case "execute_tool":
 			return KindTool, or(dialectGenAI)
 		case "invoke_agent", "create_agent":
@@ -276,4 +327,33 @@ func genkitKind(m *marks) Kind {
 		return KindTool
 	}
 	return KindGeneric
+}
+
+// langGraphNode tells whether an OpenInference span is a LangGraph node:
+// LangChain's run metadata (the metadata attribute, JSON) names the node
+// in langgraph_node, and the node's run is named after it.
+func langGraphNode(metadata, spanName string) bool {
+	if metadata == "" || !strings.Contains(metadata, `"langgraph_node"`) {
+		return false
+	}
+	var md struct {
+		Node string `json:"langgraph_node"`
+	}
+	return json.Unmarshal([]byte(metadata), &md) == nil && md.Node != "" && md.Node == spanName
+}
+
+// einoKind: Eino's apmplus callback names each span's component in
+// gen_ai.span.kind, lowercased (eino components/types.go, compose's
+// Graph, Chain, Lambda, ToolsNode), and "workflow" at the root
+// (cloudwego/eino-ext callbacks/apmplus/apmplus.go).
+func einoKind(k string) Kind {
+	switch k {
+	case "chatmodel", "agenticmodel", "embedding":
+		return KindModel
+	case "tool", "retriever":
+		return KindTool
+	case "agent", "agenticagent": // eino/adk ComponentOfAgent, ComponentOfAgenticAgent
+		return KindAgent
+	}
+	return KindGeneric // workflow, graph, chain, lambda, toolsnode, chattemplate, …
 }

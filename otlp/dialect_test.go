@@ -1,11 +1,13 @@
 package otlp
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -138,7 +140,7 @@ var dialectCases = []dialectCase{{
 	file: "genai_parts.json",
 	runs: []wantRun{{name: "planner",
 		in:     `[{"role":"system","parts":[{"type":"text","content":"Plan trips. Check opening hours."}]},{"role":"user","parts":[{"type":"text","content":"Plan a morning in Rome"}]}]`,
-		out:    `~"content":"Be at the Colosseum at 09:00, then walk to the Forum."`,
+		out:    `"Be at the Colosseum at 09:00, then walk to the Forum."`, // the one text answer, as text
 		status: "success"}},
 	models: []wantCall{
 		{parent: "6000000000000002", name: "o4-mini-2025-04-16", finish: "tool_call",
@@ -234,6 +236,207 @@ var dialectCases = []dialectCase{{
 	},
 	inputTokens: 420 + 300 + 520,
 	toolErrors:  1,
+}, {
+	// OpenAI Agents SDK (OpenInference): the trace's root and each agent
+	// are runs; response spans the model calls (reasoning summaries →
+	// thinking, tool calls from the output messages, cached and reasoning
+	// tokens); function and handoff spans tools; a guardrail a step. The
+	// OpenAI client's span under the SDK's response span is the same call:
+	// the response span becomes a step and the call is counted once.
+	file: "openai_agents.json",
+	runs: []wantRun{
+		{name: "Agent workflow", status: "success"},
+		{name: "Triage", parent: "a100000000000001", status: "success"},
+		{name: "Weather", parent: "a100000000000001", status: "success"},
+	},
+	models: []wantCall{
+		{parent: "a100000000000007", name: "o4-mini-2025-04-16",
+			usage: trace.Usage{Provider: "openai", InputTokens: 410, OutputTokens: 96, CachedTokens: 256, ReasoningTokens: 64},
+			in:    `~{"role":"user","content":"What's the weather in Tokyo?"}`,
+			out:   `{"tool_calls":[{"id":"call_w1","name":"get_weather","input":{"city":"Tokyo"}},{"id":"call_w2","name":"get_forecast","input":{"city":"Tokyo","days":2}}]}`,
+			think: `"Tokyo: ask the weather tool, and the forecast."`},
+		{parent: "a100000000000007", name: "o4-mini-2025-04-16",
+			usage: trace.Usage{Provider: "openai", InputTokens: 620, OutputTokens: 40, CachedTokens: 384},
+			out:   `"Tokyo is sunny at 22°C; the forecast service timed out."`, mustHaveNoThink: true},
+		{parent: "a100000000000004", name: "gpt-4.1-2025-04-14",
+			usage: trace.Usage{Provider: "openai", InputTokens: 320, OutputTokens: 18},
+			in:    `[{"role":"system","content":"Route the user to the right agent."},{"role":"user","content":"What's the weather in Tokyo?"}]`,
+			out:   `{"tool_calls":[{"id":"call_h1","name":"transfer_to_weather","input":{}}]}`},
+	},
+	tools: []wantTool{
+		{parent: "a100000000000002", name: "handoff to Weather", in: `"Triage"`, out: `"Weather"`},
+		{parent: "a100000000000007", name: "get_weather", in: `{"city":"Tokyo"}`, out: `{"temp_c":22,"sky":"sunny"}`},
+		{parent: "a100000000000007", name: "get_forecast", in: `{"city":"Tokyo","days":2}`,
+			err: "Error running tool: {'tool_name': 'get_forecast', 'error': 'forecast API timed out'}"},
+	},
+	nodes:       []string{"pii_check", "response"},
+	inputTokens: 410 + 620 + 320,
+	toolErrors:  1,
+}, {
+	// LangGraph's prebuilt ReAct agent (OpenInference's LangChain
+	// instrumentation): the graph is the run, its answer the last AI
+	// message; the "agent" node (an AGENT span by its name) and a chain
+	// carrying token counts are steps; ChatOpenAI spans the model calls; a
+	// tool's ToolMessage is its content.
+	file: "langgraph.json",
+	runs: []wantRun{{name: "LangGraph", in: `{"messages":[["user","What is 2**10? Then greet Ada."]]}`, out: `"2**10 is 1024. Hello, Ada!"`, status: "success"}},
+	models: []wantCall{
+		{parent: "b100000000000002", name: "gpt-4o-mini-2024-07-18", finish: "tool_calls",
+			usage: trace.Usage{Provider: "openai", InputTokens: 150, OutputTokens: 22},
+			in:    `[{"role":"user","content":"What is 2**10? Then greet Ada."}]`,
+			out:   `{"tool_calls":[{"id":"call_p1","name":"power","input":{"base":2,"exp":10}}]}`},
+		{parent: "b100000000000007", name: "gpt-4o-mini-2024-07-18", finish: "stop",
+			usage: trace.Usage{Provider: "openai", InputTokens: 210, OutputTokens: 12, CachedTokens: 128},
+			in:    `~{"role":"tool","content":"1024","tool_call_id":"call_p1"}`, out: `"2**10 is 1024. Hello, Ada!"`},
+	},
+	tools:       []wantTool{{parent: "b100000000000005", name: "power", in: `{"base":2,"exp":10}`, out: `"1024"`}},
+	nodes:       []string{"agent", "should_continue", "tools", "agent"},
+	inputTokens: 150 + 210,
+}, {
+	// CrewAI (OpenInference): the crew's kickoff is the run, a task an
+	// agent's child run (named by the agent's role), LiteLLM's completion
+	// spans the model calls, tool runs the tools.
+	file: "crewai.json",
+	runs: []wantRun{
+		{name: "Crew.kickoff", in: `{"topic":"Artemis II"}`, out: `"Artemis II is planned for April 2026."`, status: "success"},
+		{name: "Space Researcher", parent: "c100000000000001", out: `"Artemis II is planned for April 2026."`, status: "success"},
+	},
+	models: []wantCall{
+		{parent: "c100000000000002", name: "gpt-4o-mini", usage: trace.Usage{Provider: "openai", InputTokens: 410, OutputTokens: 38},
+			out: `~Action: search_web`},
+		{parent: "c100000000000002", name: "gpt-4o-mini", usage: trace.Usage{Provider: "openai", InputTokens: 480, OutputTokens: 25, CachedTokens: 384},
+			out: `~Final Answer: Artemis II is planned for April 2026.`},
+	},
+	tools: []wantTool{
+		{parent: "c100000000000002", name: "search_web", in: `{"query":"Artemis II launch date"}`, out: `"NASA: Artemis II no earlier than April 2026."`},
+		{parent: "c100000000000002", name: "fetch_page", in: `{"url":"https://example.org/artemis"}`, err: "HTTP 503 from example.org"},
+	},
+	inputTokens: 410 + 480,
+	toolErrors:  1,
+}, {
+	// smolagents (OpenInference): the agent's run span carries the run's
+	// token totals and is the run, not a model call; steps are steps;
+	// generate spans the model calls; tools (final_answer too) with their
+	// keyword arguments.
+	file: "smolagents.json",
+	runs: []wantRun{{name: "math_agent.run", in: `~"task":"How many seconds are in a leap year?"`, out: `31622400`, status: "success"}},
+	models: []wantCall{
+		{parent: "d100000000000002", name: "gpt-4.1-mini", usage: trace.Usage{Provider: "openai", InputTokens: 850, OutputTokens: 30},
+			out: `{"tool_calls":[{"id":"call_c1","name":"calculator","input":{"expression":"366*24*3600"}}]}`},
+		{parent: "d100000000000005", name: "gpt-4.1-mini", usage: trace.Usage{Provider: "openai", InputTokens: 980, OutputTokens: 28},
+			out: `{"tool_calls":[{"id":"call_f1","name":"final_answer","input":{"answer":"31622400"}}]}`},
+	},
+	tools: []wantTool{
+		{parent: "d100000000000002", name: "calculator", in: `{"expression":"366*24*3600"}`, out: `"31622400"`},
+		{parent: "d100000000000005", name: "final_answer", in: `{"answer":"31622400"}`, out: `"31622400"`},
+	},
+	nodes:       []string{"Step 1", "Step 2"},
+	inputTokens: 850 + 980, // not the run's totals again
+}, {
+	// LlamaIndex (OpenInference): the workflow is the run; achat_with_tools
+	// wraps achat, two LLM spans for one request: the inner one is the call.
+	file: "llamaindex.json",
+	runs: []wantRun{{name: "AgentWorkflow.run", in: `{"user_msg":"What is 20% of 45 EUR in USD?"}`, out: `"20% of 45 EUR is 9 EUR, about 9.72 USD."`, status: "success"}},
+	models: []wantCall{
+		{parent: "e100000000000003", name: "gpt-4o-2024-08-06", usage: trace.Usage{Provider: "openai", InputTokens: 240, OutputTokens: 25},
+			out: `{"tool_calls":[{"id":"call_x1","name":"convert","input":{"amount":9,"src":"EUR","dst":"USD"}}]}`},
+		{parent: "e100000000000006", name: "gpt-4o-2024-08-06", usage: trace.Usage{Provider: "openai", InputTokens: 290, OutputTokens: 18, CachedTokens: 192},
+			out: `"20% of 45 EUR is 9 EUR, about 9.72 USD."`},
+	},
+	tools:       []wantTool{{parent: "e100000000000001", name: "convert", in: `{"amount":9,"src":"EUR","dst":"USD"}`, out: `9.72`}},
+	nodes:       []string{"FunctionAgent.take_step", "OpenAI.achat_with_tools", "FunctionAgent.take_step"},
+	inputTokens: 240 + 290,
+}, {
+	// OpenLIT: GenAI spans with its cost (gen_ai.usage.cost), reasoning
+	// text (gen_ai.content.reasoning) and tokens; the workflow's input and
+	// output; an older version's content events.
+	file: "openlit.json",
+	runs: []wantRun{
+		{name: "invoke_workflow research_crew", in: `{"topic":"AI papers"}`, out: `"The top paper proposes sparse routers."`, status: "success"},
+		{name: "researcher", parent: "f100000000000001", out: `"The top paper proposes sparse routers."`, status: "success"},
+	},
+	models: []wantCall{
+		{parent: "f100000000000002", name: "o4-mini-2025-04-16", finish: "tool_calls",
+			usage: trace.Usage{Provider: "openai", InputTokens: 700, OutputTokens: 140, CachedTokens: 512, ReasoningTokens: 96, CostUSD: 0.00139},
+			out:   `~{"type":"tool_call","id":"call_o1","name":"fetch_papers","arguments":{"day":"today"}}`,
+			think: `"Fetch today's papers, then pick the most cited."`},
+		{parent: "f100000000000002", name: "gpt-4o-mini-2024-07-18", finish: "stop",
+			usage: trace.Usage{Provider: "openai", InputTokens: 900, OutputTokens: 35, CostUSD: 0.000156},
+			in:    `~user: Summarise today's top AI paper.`, out: `"The top paper proposes sparse routers."`},
+	},
+	tools:       []wantTool{{parent: "f100000000000002", name: "fetch_papers", in: `{"day":"today"}`, out: `[{"title":"Sparse Routers","citations":41}]`}},
+	inputTokens: 700 + 900,
+}, {
+	// Semantic Kernel: chat.completions / chat.streaming_completions are
+	// model calls (gen_ai.response.finish_reason), execute_tool the kernel
+	// functions, invoke_agent the run. Its messages go to logs, not spans.
+	file: "semantic_kernel.json",
+	runs: []wantRun{{name: "HostAgent", status: "success"}},
+	models: []wantCall{
+		{parent: "1200000000000001", name: "gpt-4o", finish: "tool_calls", usage: trace.Usage{Provider: "openai", InputTokens: 260, OutputTokens: 41}},
+		{parent: "1200000000000001", name: "gpt-4o", finish: "stop", usage: trace.Usage{Provider: "openai", InputTokens: 420, OutputTokens: 33}},
+	},
+	tools: []wantTool{
+		{parent: "1200000000000001", name: "MenuPlugin-get_specials"},
+		{parent: "1200000000000001", name: "MenuPlugin-get_item_price", err: "KernelFunctionInvocationError('price service unavailable')"},
+	},
+	inputTokens: 260 + 420,
+	toolErrors:  1,
+}, {
+	// Strands Agents: invoke_agent (with the run's totals) is the run,
+	// event loop cycles steps, chat the model calls (content blocks from
+	// gen_ai.choice, reasoningContent → thinking), execute_tool the tools;
+	// the default per-message events and the latest conventions' details
+	// events; provider left empty (gen_ai.system is Strands' own name).
+	file: "strands.json",
+	runs: []wantRun{
+		{name: "weather_agent", in: `[{"role":"user","content":[{"text":"What's the weather in Oslo?"}]}]`, out: `"It's 4°C and cloudy in Oslo.\n"`, status: "success"},
+		{name: "math_agent", in: `[{"role":"user","parts":[{"type":"text","content":"What is 7 divided by 0, and 7 times 6?"}]}]`,
+			out: `"7 ÷ 0 is undefined; 7 × 6 = 42."`, status: "success"},
+	},
+	models: []wantCall{
+		{parent: "1300000000000002", name: "us.anthropic.claude-sonnet-4-20250514-v1:0", finish: "tool_use",
+			usage: trace.Usage{InputTokens: 730, OutputTokens: 120},
+			in:    `[{"role":"system","content":[{"text":"You report the weather."}]},{"role":"user","content":[{"text":"What's the weather in Oslo?"}]}]`,
+			out:   `{"content":"Let me check.","tool_calls":[{"id":"tooluse_w1","name":"get_weather","input":{"city":"Oslo"}}]}`,
+			think: `"The user wants Oslo's weather: call get_weather."`},
+		{parent: "1300000000000005", name: "us.anthropic.claude-sonnet-4-20250514-v1:0", finish: "end_turn",
+			usage: trace.Usage{InputTokens: 900, OutputTokens: 40, CachedTokens: 1024},
+			out:   `"It's 4°C and cloudy in Oslo.\n"`, mustHaveNoThink: true},
+		{parent: "1400000000000002", name: "us.anthropic.claude-sonnet-4-20250514-v1:0", finish: "tool_use",
+			usage: trace.Usage{InputTokens: 640, OutputTokens: 70},
+			out:   `~{"type":"tool_call","name":"calculator","id":"tooluse_c1","arguments":{"expression":"7/0"}}`,
+			think: `"Two calculator calls."`},
+		{parent: "1400000000000006", name: "us.anthropic.claude-sonnet-4-20250514-v1:0", finish: "end_turn",
+			usage: trace.Usage{InputTokens: 860, OutputTokens: 20, CachedTokens: 512}, mustHaveNoThink: true},
+	},
+	tools: []wantTool{
+		{parent: "1300000000000002", name: "get_weather", in: `{"city":"Oslo"}`, out: `"4°C, cloudy"`},
+		{parent: "1400000000000002", name: "calculator", in: `{"expression":"7/0"}`, out: `"Error: division by zero"`, err: "Error: division by zero"},
+		{parent: "1400000000000002", name: "calculator", in: `{"expression":"7*6"}`, out: `"42"`},
+	},
+	nodes:       []string{"execute_event_loop_cycle", "execute_event_loop_cycle", "execute_event_loop_cycle", "execute_event_loop_cycle"},
+	inputTokens: 730 + 900 + 640 + 860, // not the agents' totals again
+	toolErrors:  1,
+}, {
+	// Eino through its apmplus callback: the graph is the run (its one
+	// answer as text), chat models the model calls (tool calls and
+	// reasoning from the messages written whole), tools with the
+	// arguments and response unwrapped, ToolsNode a step.
+	file: "eino.json",
+	runs: []wantRun{{name: "WeatherAgent", in: `[{"role":"user","content":"Weather in Hangzhou?"}]`, out: `"Hangzhou: sunny, 25°C."`, status: "success"}},
+	models: []wantCall{
+		{parent: "1500000000000001", name: "gpt-4o-mini-2024-07-18", finish: "tool_calls",
+			usage: trace.Usage{InputTokens: 180, OutputTokens: 24},
+			in:    `[{"role":"system","content":"You answer weather questions."},{"role":"user","content":"Weather in Hangzhou?"}]`,
+			out:   `{"tool_calls":[{"id":"call_e1","name":"get_weather","input":{"city":"Hangzhou"}}]}`,
+			think: `"Use the weather tool for Hangzhou."`},
+		{parent: "1500000000000001", name: "gpt-4o-mini-2024-07-18", finish: "stop",
+			usage: trace.Usage{InputTokens: 250, OutputTokens: 11}, out: `"Hangzhou: sunny, 25°C."`},
+	},
+	tools:       []wantTool{{parent: "1500000000000003", name: "get_weather", in: `{"city":"Hangzhou"}`, out: `{"sky":"sunny","temp_c":25}`}},
+	nodes:       []string{"ToolsNode"},
+	inputTokens: 180 + 250,
 }}
 
 // TestDialects maps each dialect fixture and checks the records: types,
@@ -415,6 +618,44 @@ func TestPrecedence(t *testing.T) {
 		{"…which means nothing from another scope", "other", "agent_run [a]", nil, KindGeneric, ""},
 		{"OpenInference wins over everything", "ai", "ai.generateText",
 			[]kv{{"openinference.span.kind", "CHAIN"}, {"ai.operationId", "ai.generateText"}}, KindGeneric, "openinference"},
+		{"LangChain calls a LangGraph node named agent an AGENT: it is one step of the graph", "openinference.instrumentation.langchain", "agent",
+			[]kv{{"openinference.span.kind", "AGENT"}, {"metadata", `{"langgraph_step":1,"langgraph_node":"agent"}`}}, KindGeneric, "openinference"},
+		{"…a LangChain agent outside a graph stays an agent", "openinference.instrumentation.langchain", "AgentExecutor",
+			[]kv{{"openinference.span.kind", "AGENT"}, {"metadata", `{"ls_run_depth":0}`}}, KindAgent, "openinference"},
+		{"…and so does a graph's agent whose node has another name", "openinference.instrumentation.langchain", "research_agent",
+			[]kv{{"openinference.span.kind", "AGENT"}, {"metadata", `{"langgraph_node":"supervisor"}`}}, KindAgent, "openinference"},
+		{"a LangChain chain carrying token counts is a chain, not a model call", "openinference.instrumentation.langchain", "RunnableSequence",
+			[]kv{{"openinference.span.kind", "CHAIN"}, {"llm.token_count.prompt", "150"}, {"llm.model_name", "gpt-4o-mini"}}, KindGeneric, "openinference"},
+		{"a smolagents run with the run's token totals is a run", "openinference.instrumentation.smolagents", "agent.run",
+			[]kv{{"openinference.span.kind", "AGENT"}, {"llm.token_count.prompt", "1830"}, {"llm.token_count.completion", "58"}}, KindAgent, "openinference"},
+		{"an OpenAI Agents guardrail is a step", "openinference.instrumentation.openai_agents", "pii_check",
+			[]kv{{"openinference.span.kind", "GUARDRAIL"}}, KindGeneric, "openinference"},
+		{"Semantic Kernel's chat.completions is a model call", "semantic_kernel.utils.telemetry.model_diagnostics.decorators", "chat.completions gpt-4o",
+			[]kv{{"gen_ai.operation.name", "chat.completions"}, {"gen_ai.system", "openai"}}, KindModel, "gen_ai"},
+		{"…and so is its streaming variant", "", "chat.streaming_completions gpt-4o",
+			[]kv{{"gen_ai.operation.name", "chat.streaming_completions"}}, KindModel, "gen_ai"},
+		{"OpenLIT's retrieval is a tool", "openlit.otel.tracing", "retrieval kb",
+			[]kv{{"gen_ai.operation.name", "retrieval"}}, KindTool, "gen_ai"},
+		{"OpenLIT's invoke_workflow is a step (the run at the root)", "openlit.otel.tracing", "invoke_workflow crew",
+			[]kv{{"gen_ai.operation.name", "invoke_workflow"}, {"gen_ai.system", "crewai"}}, KindGeneric, "gen_ai"},
+		{"a Strands agent span with the run's totals is a run", "strands.telemetry.tracer", "invoke_agent a",
+			[]kv{{"gen_ai.operation.name", "invoke_agent"}, {"gen_ai.system", "strands-agents"}, {"gen_ai.usage.input_tokens", "1630"}}, KindAgent, "strands"},
+		{"…its event loop cycle is a step", "strands.telemetry.tracer", "execute_event_loop_cycle",
+			[]kv{{"gen_ai.operation.name", "execute_event_loop_cycle"}, {"gen_ai.system", "strands-agents"}}, KindGeneric, "strands"},
+		{"…its chat span a model call, known by its provider name without the scope", "", "chat",
+			[]kv{{"gen_ai.operation.name", "chat"}, {"gen_ai.provider.name", "strands-agents"}}, KindModel, "strands"},
+		{"Eino's root carries a prompt and gen_ai.system but is a workflow", "github.com/cloudwego/eino-ext/callbacks/apmplus", "graph",
+			[]kv{{"gen_ai.span.kind", "workflow"}, {"gen_ai.system", "eino"}, {"gen_ai.prompt.0.content", "hi"}}, KindGeneric, "eino"},
+		{"…its chat model a model call", "", "OpenAI ChatModel",
+			[]kv{{"gen_ai.span.kind", "chatmodel"}, {"gen_ai.system", "eino"}}, KindModel, "eino"},
+		{"…its tool a tool, whatever the copied prompt hints", "", "get_weather",
+			[]kv{{"gen_ai.span.kind", "tool"}, {"gen_ai.system", "eino"}, {"gen_ai.prompt.0.content", "{}"}}, KindTool, "eino"},
+		{"…its lambda a step", "", "Lambda",
+			[]kv{{"gen_ai.span.kind", "lambda"}, {"gen_ai.system", "eino"}, {"gen_ai.prompt.0.content", "{}"}}, KindGeneric, "eino"},
+		{"…an ADK agent an agent", "", "Agent",
+			[]kv{{"gen_ai.span.kind", "agent"}, {"gen_ai.system", "eino"}}, KindAgent, "eino"},
+		{"gen_ai.span.kind alone is not Eino's", "", "x",
+			[]kv{{"gen_ai.span.kind", "tool"}, {"gen_ai.request.model", "m"}}, KindModel, "gen_ai"},
 	}
 	for _, c := range cases {
 		td := attrMap(c.attrs)
@@ -422,6 +663,87 @@ func TestPrecedence(t *testing.T) {
 		k, d := m.classify(c.scope, c.name)
 		if k != c.kind || dialectNames[d] != c.dialect {
 			t.Errorf("%s: got %s/%q, want %s/%q", c.what, k, dialectNames[d], c.kind, c.dialect)
+		}
+	}
+}
+
+// TestNestedCalls: a model span with a model span under it that carries
+// tokens is a wrapper around the same call (a framework's span around its
+// client library's): it becomes a step, and the call is counted once.
+func TestNestedCalls(t *testing.T) {
+	type sp struct {
+		tid, id, parent string
+		attrs           [][2]string
+	}
+	llm := func(tokens bool) [][2]string {
+		a := [][2]string{{"openinference.span.kind", "LLM"}}
+		if tokens {
+			a = append(a, [2]string{"llm.token_count.prompt", "10"})
+		}
+		return a
+	}
+	const t1, t2 = "0102030405060708090a0b0c0d0e0f10", "1102030405060708090a0b0c0d0e0f10"
+	cases := []struct {
+		what  string
+		spans []sp
+		kinds string // the kinds of the spans, in order
+	}{
+		{"the OpenAI client's span under the Agents SDK's response span", []sp{
+			{t1, "0000000000000001", "", llm(true)}, {t1, "0000000000000002", "0000000000000001", llm(true)}}, "generic model"},
+		{"an OpenAI Agents SDK response span under its generation span", []sp{
+			{t1, "0000000000000001", "", [][2]string{{"openinference.span.kind", "LLM"}, {"llm.token_count.prompt", "10"}}},
+			{t1, "0000000000000002", "0000000000000001", [][2]string{{"openinference.span.kind", "LLM"}, {"llm.token_count.prompt", "10"}, {"llm.token_count.prompt_details.cache_read", "8"}}}}, "generic model"},
+		{"GenAI chat spans nested (a framework's chat around the client's)", []sp{
+			{t1, "0000000000000001", "", [][2]string{{"gen_ai.operation.name", "chat"}, {"gen_ai.usage.input_tokens", "10"}}},
+			{t1, "0000000000000002", "0000000000000001", [][2]string{{"gen_ai.operation.name", "chat"}, {"gen_ai.usage.input_tokens", "10"}}}}, "generic model"},
+		{"the inner span arrives first", []sp{
+			{t1, "0000000000000002", "0000000000000001", llm(true)}, {t1, "0000000000000001", "", llm(true)}}, "model generic"},
+		{"three levels, innermost first", []sp{
+			{t1, "0000000000000003", "0000000000000002", llm(true)}, {t1, "0000000000000002", "0000000000000001", llm(true)},
+			{t1, "0000000000000001", "", llm(true)}}, "model generic generic"},
+		{"an inner span without tokens is an attempt: both stay calls", []sp{
+			{t1, "0000000000000001", "", llm(true)}, {t1, "0000000000000002", "0000000000000001", llm(false)}}, "model model"},
+		{"three levels: only the innermost is the call", []sp{
+			{t1, "0000000000000001", "", llm(true)}, {t1, "0000000000000002", "0000000000000001", llm(true)},
+			{t1, "0000000000000003", "0000000000000002", llm(true)}}, "generic generic model"},
+		{"a chain around an LLM span is a step anyway", []sp{
+			{t1, "0000000000000001", "", [][2]string{{"openinference.span.kind", "CHAIN"}, {"llm.token_count.prompt", "10"}}},
+			{t1, "0000000000000002", "0000000000000001", llm(true)}}, "generic model"},
+		{"a model call under a tool is its own call", []sp{
+			{t1, "0000000000000001", "", [][2]string{{"openinference.span.kind", "TOOL"}}},
+			{t1, "0000000000000002", "0000000000000001", llm(true)}}, "tool model"},
+		{"the same span id in another trace is another span", []sp{
+			{t1, "0000000000000001", "", llm(true)}, {t2, "0000000000000002", "0000000000000001", llm(true)}}, "model model"},
+		{"sibling calls stay calls", []sp{
+			{t1, "0000000000000001", "", [][2]string{{"gen_ai.operation.name", "invoke_agent"}, {"gen_ai.usage.input_tokens", "30"}}},
+			{t1, "0000000000000002", "0000000000000001", [][2]string{{"gen_ai.operation.name", "chat"}, {"gen_ai.usage.input_tokens", "10"}}},
+			{t1, "0000000000000003", "0000000000000001", [][2]string{{"gen_ai.operation.name", "chat"}, {"gen_ai.usage.input_tokens", "20"}}}}, "agent model model"},
+	}
+	for _, c := range cases {
+		td := ptrace.NewTraces()
+		ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+		for _, s := range c.spans {
+			span := ss.Spans().AppendEmpty()
+			var tid pcommon.TraceID
+			var id, parent pcommon.SpanID
+			hex.Decode(tid[:], []byte(s.tid))
+			hex.Decode(id[:], []byte(s.id))
+			span.SetTraceID(tid)
+			span.SetSpanID(id)
+			if s.parent != "" {
+				hex.Decode(parent[:], []byte(s.parent))
+				span.SetParentSpanID(parent)
+			}
+			span.SetStartTimestamp(1)
+			attrMap(s.attrs).CopyTo(span.Attributes())
+		}
+		spans, _ := classify(td, nil)
+		var kinds []string
+		for _, s := range spans {
+			kinds = append(kinds, string(s.kind))
+		}
+		if got := strings.Join(kinds, " "); got != c.kinds {
+			t.Errorf("%s: %s, want %s", c.what, got, c.kinds)
 		}
 	}
 }

@@ -12,16 +12,22 @@
 //     input.value / output.value);
 //   - the dialects of frameworks that export their own telemetry: the
 //     Vercel AI SDK (ai.*), Pydantic AI and Logfire, Genkit (genkit:*),
-//     Traceloop OpenLLMetry (traceloop.*) and Google ADK
-//     (gcp.vertex.agent.*).
+//     Traceloop OpenLLMetry (traceloop.*), Google ADK
+//     (gcp.vertex.agent.*), Strands Agents (content in events), Eino's
+//     apmplus callback (gen_ai.span.kind), and what OpenLIT, Semantic
+//     Kernel and OpenInference's framework instrumentations (OpenAI
+//     Agents SDK, LangChain and LangGraph, CrewAI, smolagents, LlamaIndex)
+//     add to the conventions above.
 //
 // A model span becomes a model.call, a tool span tool.start + tool.end (or
 // tool.error), an agent span a run (run.start/run.end at the root,
 // child.spawn/child.end below it), any other span node.start/node.end, and
 // each span event a custom record. What a span is comes from what it says
 // it is before what its attributes hint at (see dialect.go): a run span
-// that carries its run's token totals is a run, not one more model call.
-// docs/otlp-mapping.md has the tables.
+// that carries its run's token totals is a run, not one more model call,
+// and a model span around another model span of the same request (a
+// framework's span around its client library's) is a step, the inner one
+// the call. docs/otlp-mapping.md has the tables.
 //
 // OTLP log records map too (MapLogs, after DecodeLogsProto or
 // DecodeLogsJSON): GenAI content events become the messages of the call
@@ -51,6 +57,7 @@ package otlp
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -159,6 +166,23 @@ func DecodeProto(b []byte) (ptrace.Traces, error) {
 // on any input pdata can decode.
 func Map(td ptrace.Traces, o *Options) Result {
 	var res Result
+	var spans []classified
+	spans, res.Rejected = classify(td, o)
+	for i := range spans {
+		res.Records = mapSpan(res.Records, &spans[i], o)
+	}
+	res.Spans = len(spans)
+	return res
+}
+
+// classify checks and limits every span of td and tells what each is (see
+// dialect.go), first span by span and then, for model spans, by the spans
+// under them (see nestedCalls). It returns the spans to map, in request
+// order, and the spans rejected.
+func classify(td ptrace.Traces, o *Options) ([]classified, []*SpanError) {
+	var rejected []*SpanError
+	spans := make([]classified, 0, td.SpanCount())
+	calls := 0
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -167,20 +191,73 @@ func Map(td ptrace.Traces, o *Options) Result {
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
 			limitMap(ss.Scope().Attributes(), o, 0)
-			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
+			sps := ss.Spans()
+			for k := 0; k < sps.Len(); k++ {
+				sp := sps.At(k)
 				if err := check(sp); err != nil {
-					res.Rejected = append(res.Rejected, &SpanError{Resource: i, Scope: j, Span: k, Name: sp.Name(), Err: err})
+					rejected = append(rejected, &SpanError{Resource: i, Scope: j, Span: k, Name: sp.Name(), Err: err})
 					continue
 				}
 				limitSpan(sp, o)
-				res.Records = mapSpan(res.Records, rs, ss, sp, o)
-				res.Spans++
+				c := classified{rs: rs, ss: ss, sp: sp, m: scanMarks(sp.Attributes())}
+				c.kind, c.d = c.m.classify(ss.Scope().Name(), sp.Name())
+				if c.kind == KindModel {
+					calls++
+				}
+				spans = append(spans, c)
 			}
 		}
 	}
-	return res
+	if calls > 1 {
+		nestedCalls(spans)
+	}
+	return spans, rejected
+}
+
+// classified is a span of a request and what it is.
+type classified struct {
+	rs   ptrace.ResourceSpans
+	ss   ptrace.ScopeSpans
+	sp   ptrace.Span
+	m    marks
+	kind Kind
+	d    dialect
+}
+
+// nestedCalls makes a model span that has, directly under it in the same
+// request, another model span carrying token counts a step: the same call
+// seen twice, by a framework and by the client library under it
+// (LangChain's ChatOpenAI span and the OpenAI instrumentation's, the
+// OpenAI Agents SDK's response span and the OpenAI client's, LlamaIndex's
+// achat_with_tools around achat). The innermost span is the call: it is
+// the request the provider answered and carries its tokens, which the
+// outer one would count again. An inner span without tokens (an attempt
+// the outer span records) leaves both calls as they are: nothing is
+// counted twice. Spans may come in any order.
+func nestedCalls(spans []classified) {
+	type key struct {
+		tid trace.TraceID
+		sid trace.SpanID
+	}
+	models := make(map[key]int, 8)
+	for i := range spans {
+		if spans[i].kind == KindModel {
+			models[key{trace.TraceID(spans[i].sp.TraceID()), trace.SpanID(spans[i].sp.SpanID())}] = i
+		}
+	}
+	var outer []int
+	for _, i := range models {
+		c := &spans[i]
+		if !c.m.tokens || c.sp.ParentSpanID().IsEmpty() {
+			continue
+		}
+		if p, ok := models[key{trace.TraceID(c.sp.TraceID()), trace.SpanID(c.sp.ParentSpanID())}]; ok && p != i {
+			outer = append(outer, p)
+		}
+	}
+	for _, p := range outer {
+		spans[p].kind = KindGeneric
+	}
 }
 
 func check(sp ptrace.Span) error {
@@ -259,9 +336,11 @@ const (
 
 // Classify tells what a span is from its attributes and which convention
 // said so: "openinference", "gen_ai", "vercel_ai", "pydantic_ai",
-// "genkit", "traceloop", "adk" or "" (none). It does not see the span's
-// name or scope, which Map also uses (Google ADK's older agent spans are
-// known by their name only; Pydantic AI's and ADK's by their scope).
+// "genkit", "traceloop", "adk", "strands", "eino" or "" (none). It sees
+// one span's attributes only, not its name, its scope or the spans under
+// it, which Map also uses (Google ADK's older agent spans are known by
+// their name only; Pydantic AI's, ADK's, Strands' and Eino's also by
+// their scope; a model span around another is a step).
 func Classify(attrs pcommon.Map) (Kind, string) {
 	m := scanMarks(attrs)
 	k, d := m.classify("", "")
@@ -308,7 +387,8 @@ func (s *spanRecs) addWhole(r trace.Record, role string, n int) {
 	s.dst = append(s.dst, r)
 }
 
-func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, sp ptrace.Span, o *Options) []trace.Record {
+func mapSpan(dst []trace.Record, c *classified, o *Options) []trace.Record {
+	rs, ss, sp, kind, dia := c.rs, c.ss, c.sp, c.kind, c.d
 	tid := trace.TraceID(sp.TraceID())
 	sid := trace.SpanID(sp.SpanID())
 	parent := trace.SpanID(sp.ParentSpanID())
@@ -319,9 +399,7 @@ func mapSpan(dst []trace.Record, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, 
 		end = start // unended (or skewed): no duration rather than a negative one
 	}
 	d := end.Sub(start)
-	m := scanMarks(attrs)
-	kind, dia := m.classify(ss.Scope().Name(), sp.Name())
-	v := read(kind, dia, &m, sp)
+	v := read(kind, dia, &c.m, sp)
 	errMsg := spanError(sp)
 	if errMsg == "" {
 		errMsg = v.errMsg
@@ -512,6 +590,15 @@ func ioValues(kind Kind, sp ptrace.Span, sysInstr bool) (in, out trace.Value) {
 	if out == nil {
 		out = openInferenceValue(a, "output")
 	}
+	if kind == KindGeneric || kind == KindAgent {
+		// OpenLIT's framework spans (invoke_workflow).
+		if in == nil {
+			in = firstJSON(a, "gen_ai.workflow.input")
+		}
+		if out == nil {
+			out = firstJSON(a, "gen_ai.workflow.output")
+		}
+	}
 	if kind == KindTool && out == nil {
 		out = firstJSON(a, "retrieval.documents")
 	}
@@ -520,7 +607,9 @@ func ioValues(kind Kind, sp ptrace.Span, sysInstr bool) (in, out trace.Value) {
 
 // eventMessages reads GenAI content events: gen_ai.content.prompt /
 // gen_ai.content.completion (gen_ai.prompt / gen_ai.completion
-// attributes), and the per-message events gen_ai.{system,user,assistant,
+// attributes), gen_ai.client.inference.operation.details
+// (gen_ai.input.messages / gen_ai.output.messages), and the per-message
+// events gen_ai.{system,user,assistant,
 // tool}.message and gen_ai.choice.
 func eventMessages(sp ptrace.Span) (in, out trace.Value) {
 	var msgs, choices []byte
@@ -536,6 +625,13 @@ func eventMessages(sp ptrace.Span) (in, out trace.Value) {
 		case "gen_ai.content.completion":
 			if out == nil {
 				out = firstJSON(a, "gen_ai.completion")
+			}
+		case evDetails:
+			if in == nil {
+				in = firstJSON(a, "gen_ai.input.messages")
+			}
+			if out == nil {
+				out = firstJSON(a, "gen_ai.output.messages")
 			}
 		case "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
 			msgs = appendEventMessage(msgs, strings.TrimSuffix(strings.TrimPrefix(n, "gen_ai."), ".message"), a)
@@ -558,25 +654,36 @@ func appendEventMessage(b []byte, role string, a pcommon.Map) []byte {
 	} else {
 		b = append(b, ',')
 	}
+	b = append(b, '{')
+	first := true
 	if role != "" && !has(a, "role") {
-		b = append(b, `{"role":`...)
+		b = append(b, `"role":`...)
 		b = trace.AppendString(b, role)
-		m := mapJSON(a)
-		if len(m) > 2 {
-			b = append(b, ',')
-			b = append(b, m[1:]...)
-			return b
-		}
-		return append(b, '}')
+		first = false
 	}
-	return append(b, orEmptyObject(mapJSON(a))...)
+	a.Range(func(k string, v pcommon.Value) bool {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = trace.AppendString(b, k)
+		b = append(b, ':')
+		// Strands and Semantic Kernel write a message's content blocks as
+		// a JSON document in a string.
+		if s := v.Str(); v.Type() == pcommon.ValueTypeStr && (k == "content" || k == "message") && jsonDoc(s) {
+			b = append(b, norm(trace.Value(s))...)
+			return true
+		}
+		b = appendValue(b, v, 1, DefaultMaxDepth)
+		return true
+	})
+	return append(b, '}')
 }
 
-func orEmptyObject(v trace.Value) trace.Value {
-	if len(v) == 0 {
-		return trace.Value("{}")
-	}
-	return v
+// jsonDoc tells whether s is a JSON object or array.
+func jsonDoc(s string) bool {
+	t := strings.TrimSpace(s)
+	return t != "" && (t[0] == '[' || t[0] == '{') && json.Valid([]byte(t))
 }
 
 // openInferenceValue reads input.value / output.value: JSON when the
@@ -598,10 +705,10 @@ func openInferenceValue(a pcommon.Map, which string) trace.Value {
 func finishReason(a pcommon.Map) string {
 	v, ok := a.Get("gen_ai.response.finish_reasons")
 	if !ok {
-		if s := str(a, "gen_ai.completion.0.finish_reason"); s != "" {
-			return s
-		}
-		return str(a, "llm.output_messages.0.message.finish_reason")
+		// gen_ai.response.finish_reason: Semantic Kernel, Eino's apmplus;
+		// llm.finish_reason: OpenInference.
+		return firstStr(a, "gen_ai.completion.0.finish_reason", "llm.output_messages.0.message.finish_reason",
+			"gen_ai.response.finish_reason", "llm.finish_reason")
 	}
 	if v.Type() == pcommon.ValueTypeSlice {
 		var parts []string
@@ -620,10 +727,10 @@ func finishReason(a pcommon.Map) string {
 func usage(a pcommon.Map) trace.Usage {
 	u := trace.Usage{
 		Provider:        firstStr(a, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"),
-		InputTokens:     firstInt(a, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"),
-		OutputTokens:    firstInt(a, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"),
-		CachedTokens:    firstInt(a, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cached_tokens", "llm.token_count.prompt_details.cache_read"),
-		ReasoningTokens: firstInt(a, "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"),
+		InputTokens:     firstInt(a, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "gen_ai.response.prompt_tokens"),
+		OutputTokens:    firstInt(a, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "gen_ai.response.completion_tokens"),
+		CachedTokens:    firstInt(a, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cached_tokens", "llm.token_count.prompt_details.cache_read", "gen_ai.usage.prompt_tokens_details.cached_tokens"),
+		ReasoningTokens: firstInt(a, "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning", "gen_ai.usage.completion_tokens_details.reasoning_tokens"),
 		CostUSD:         firstFloat(a, "gen_ai.usage.cost", "llm.cost.total"),
 	}
 	if v, ok := a.Get(AttrCostUnknown); ok && u.CostUSD == 0 {

@@ -36,6 +36,12 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 		readTraceloop(&v, kind, a)
 	case dialectADK:
 		readADK(&v, kind, a, sp.Name())
+	case dialectOpenInference:
+		readOpenInference(&v, kind, a, sp.ParentSpanID().IsEmpty())
+	case dialectStrands:
+		readStrands(&v, kind, sp)
+	case dialectEino:
+		readEino(&v, kind, a, sp)
 	}
 	if v.in == nil || v.out == nil {
 		in, out := ioValues(kind, sp, m.sysInstr)
@@ -46,6 +52,9 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 			v.out = out
 		}
 	}
+	if kind == KindAgent || kind == KindGeneric && sp.ParentSpanID().IsEmpty() {
+		v.out = textAnswer(v.out) // a run's answer, as Loupe's runtime records it
+	}
 	if v.name == "" {
 		switch kind {
 		case KindModel:
@@ -53,7 +62,7 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 		case KindTool:
 			v.name = firstStr(a, "gen_ai.tool.name", "tool.name")
 		case KindAgent:
-			v.name = firstStr(a, "gen_ai.agent.name", "agent.name")
+			v.name = firstStr(a, "gen_ai.agent.name", "agent.name", "graph.node.id") // graph.node.id: CrewAI's agent role
 		}
 		if v.name == "" {
 			v.name = sp.Name()
@@ -70,8 +79,8 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 			u.OutputTokens = t - u.InputTokens
 		}
 	}
-	if d == dialectADK && u.Provider == scopeADK {
-		u.Provider = "" // ADK writes its own name in gen_ai.system, not the model's provider
+	if d == dialectADK && u.Provider == scopeADK || d == dialectStrands && u.Provider == systemStrands || d == dialectEino && u.Provider == systemEino {
+		u.Provider = "" // the framework's own name in gen_ai.system, not the model's provider
 	}
 	if v.finish == "" {
 		v.finish = finishReason(a)
@@ -79,7 +88,39 @@ func read(kind Kind, d dialect, m *marks, sp ptrace.Span) spanInfo {
 	if v.thinking == nil {
 		v.thinking = partsThinking(v.out)
 	}
+	if v.thinking == nil {
+		if r := str(a, "gen_ai.content.reasoning"); r != "" {
+			v.thinking = trace.Text(r) // OpenLIT
+		}
+	}
 	return v
+}
+
+// textAnswer returns the text of GenAI output messages that are one
+// assistant message of text parts (an invoke_agent span's answer), or out
+// as it is.
+func textAnswer(out trace.Value) trace.Value {
+	if len(out) == 0 || out[0] != '[' || !bytes.Contains(out, []byte(`"parts"`)) {
+		return out
+	}
+	var ms []struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		} `json:"parts"`
+	}
+	if json.Unmarshal(out, &ms) != nil || len(ms) != 1 || ms[0].Role != "assistant" || len(ms[0].Parts) == 0 {
+		return out
+	}
+	texts := make([]string, 0, len(ms[0].Parts))
+	for _, p := range ms[0].Parts {
+		if p.Type != "text" || len(p.Content) == 0 || p.Content[0] != '"' {
+			return out
+		}
+		texts = append(texts, rawText(p.Content))
+	}
+	return trace.Text(strings.Join(texts, ""))
 }
 
 // fillUsage sets the fields of dst that are zero from src.
@@ -615,4 +656,495 @@ func adkResponse(v *spanInfo, s string) {
 	if thinking.Len() > 0 {
 		v.thinking = trace.Text(thinking.String())
 	}
+}
+
+// --- OpenInference ---------------------------------------------------------------
+
+// readOpenInference reads a model span's llm.output_messages.N.message.*
+// (openinference-semantic-conventions: message.content, message.contents.M.
+// message_content.{type,text}, message.tool_calls.M.tool_call.{id,
+// function.name,function.arguments}) as Loupe's recorder writes a model's
+// answer: text and tool calls, with the "reasoning" contents (the OpenAI
+// Agents instrumentation's reasoning summaries) as Thinking. Other kinds
+// are read by the generic rules (input.value / output.value, tool.name).
+func readOpenInference(v *spanInfo, kind Kind, a pcommon.Map, root bool) {
+	switch {
+	case kind == KindTool:
+		v.in = kwargsInput(openInferenceValue(a, "input"))
+		v.out = lcContent(openInferenceValue(a, "output"))
+		return
+	case kind != KindModel:
+		if root {
+			v.out = lastAnswer(openInferenceValue(a, "output"))
+		}
+		return
+	}
+	msgs := indexed(a, "llm.output_messages.")
+	if msgs == nil {
+		return
+	}
+	var ms []struct {
+		Role     string          `json:"role"`
+		Content  json.RawMessage `json:"content"`
+		Contents []struct {
+			C struct {
+				Type string          `json:"type"`
+				Text json.RawMessage `json:"text"`
+			} `json:"message_content"`
+		} `json:"contents"`
+		ToolCalls []struct {
+			TC struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_call"`
+		} `json:"tool_calls"`
+	}
+	if json.Unmarshal(msgs, &ms) != nil {
+		v.out = msgs
+		return
+	}
+	var text, thinking []string
+	var calls []toolCall
+	for _, m := range ms {
+		if m.Role != "" && m.Role != "assistant" && m.Role != "model" {
+			continue
+		}
+		hasText := false
+		for _, c := range m.Contents {
+			switch {
+			case c.C.Type == "reasoning" && len(c.C.Text) > 0:
+				thinking = append(thinking, rawText(c.C.Text))
+			case (c.C.Type == "text" || c.C.Type == "") && len(c.C.Text) > 0:
+				text, hasText = append(text, rawText(c.C.Text)), true
+			}
+		}
+		if !hasText && len(m.Content) > 0 {
+			text = append(text, rawText(m.Content))
+		}
+		for _, tc := range m.ToolCalls {
+			args := tc.TC.Function.Arguments
+			if len(args) == 0 {
+				args = json.RawMessage("{}") // the OpenAI Agents instrumentation leaves "{}" out
+			}
+			calls = append(calls, toolCall{ID: tc.TC.ID, Name: tc.TC.Function.Name, Input: args})
+		}
+	}
+	if out := nativeOutput(strings.Join(text, "\n"), calls); out != nil {
+		v.out = out
+	} else {
+		v.out = msgs
+	}
+	if len(thinking) > 0 {
+		v.thinking = trace.Text(strings.Join(thinking, "\n"))
+	}
+}
+
+// kwargsInput simplifies a tool call's bound arguments as LlamaIndex and
+// smolagents record them ({"args":[],"kwargs":{…}}, smolagents with its
+// own sanitize_inputs_outputs flag beside) to the keyword arguments, the
+// arguments the model sent.
+func kwargsInput(in trace.Value) trace.Value {
+	if len(in) == 0 || in[0] != '{' || !bytes.Contains(in, []byte(`"kwargs"`)) {
+		return in
+	}
+	var call map[string]json.RawMessage
+	if json.Unmarshal(in, &call) != nil {
+		return in
+	}
+	args, kwargs := bytes.TrimSpace(call["args"]), bytes.TrimSpace(call["kwargs"])
+	if string(args) != "[]" || len(kwargs) == 0 || kwargs[0] != '{' {
+		return in
+	}
+	for k := range call {
+		if k != "args" && k != "kwargs" && k != "sanitize_inputs_outputs" {
+			return in
+		}
+	}
+	return trace.Value(kwargs)
+}
+
+// lcMessage is a LangChain message as its serializer writes it
+// ({"lc":1,"type":"constructor","id":[…,"AIMessage"],"kwargs":{…}}), or
+// as a plain {"role","content"} / {"type","content"} object.
+type lcMessage struct {
+	LC     int      `json:"lc"`
+	ID     []string `json:"id"`
+	Kwargs *struct {
+		Content json.RawMessage `json:"content"`
+		Type    string          `json:"type"`
+	} `json:"kwargs"`
+	Role    string          `json:"role"`
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content"`
+}
+
+// content returns the message's role ("ai" for the model's) and content.
+func (m *lcMessage) content() (role string, content json.RawMessage) {
+	if m.Kwargs != nil {
+		role = m.Kwargs.Type
+		if role == "" && len(m.ID) > 0 {
+			role = strings.ToLower(strings.TrimSuffix(m.ID[len(m.ID)-1], "Message"))
+		}
+		return role, m.Kwargs.Content
+	}
+	role = m.Role
+	if role == "" {
+		role = m.Type
+	}
+	return role, m.Content
+}
+
+// lcContent returns a LangChain ToolMessage's content (what a tool
+// returned to the model), or v as it is.
+func lcContent(v trace.Value) trace.Value {
+	if len(v) == 0 || v[0] != '{' || !bytes.Contains(v, []byte(`"lc"`)) {
+		return v
+	}
+	var m lcMessage
+	if json.Unmarshal(v, &m) != nil || m.LC == 0 || m.Kwargs == nil || len(m.Kwargs.Content) == 0 {
+		return v
+	}
+	return trace.Value(m.Kwargs.Content)
+}
+
+// lastAnswer returns the content of the last message of a LangGraph
+// state's messages ({"messages":[…]}, the graph's output) when the model
+// wrote it: the run's answer. Anything else is returned as it is.
+func lastAnswer(v trace.Value) trace.Value {
+	if len(v) == 0 || v[0] != '{' || !bytes.Contains(v, []byte(`"messages"`)) {
+		return v
+	}
+	var st struct {
+		Messages []lcMessage `json:"messages"`
+	}
+	if json.Unmarshal(v, &st) != nil || len(st.Messages) == 0 {
+		return v
+	}
+	last := st.Messages[len(st.Messages)-1]
+	role, content := last.content()
+	if role != "ai" && role != "assistant" || len(content) == 0 || string(content) == `""` {
+		return v
+	}
+	return trace.Value(content)
+}
+
+// --- Strands Agents ----------------------------------------------------------------
+
+// evDetails is the event the GenAI conventions (and Strands with
+// OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental) put a call's
+// messages in.
+const evDetails = "gen_ai.client.inference.operation.details"
+
+// readStrands reads Strands Agents' spans (strands/telemetry/tracer.py),
+// whose content is in events: by default gen_ai.{system,user,assistant,
+// tool}.message events ({"content": content blocks as JSON}) and a
+// gen_ai.choice event ({"message", "finish_reason"}, and "id" for tools);
+// with the latest conventions one gen_ai.client.inference.operation.details
+// event with gen_ai.input.messages / gen_ai.output.messages.
+func readStrands(v *spanInfo, kind Kind, sp ptrace.Span) {
+	var choice pcommon.Map
+	var toolMsg, details pcommon.Map
+	var haveChoice, haveTool bool
+	var detailsIn, detailsOut trace.Value
+	evs := sp.Events()
+	for i := 0; i < evs.Len(); i++ {
+		e := evs.At(i)
+		switch e.Name() {
+		case "gen_ai.choice":
+			choice, haveChoice = e.Attributes(), true
+		case "gen_ai.tool.message":
+			toolMsg, haveTool = e.Attributes(), true
+		case evDetails:
+			details = e.Attributes()
+			if in := firstJSON(details, "gen_ai.input.messages"); in != nil {
+				detailsIn = in
+			}
+			if out := firstJSON(details, "gen_ai.output.messages"); out != nil {
+				detailsOut = out
+			}
+		}
+	}
+	a := sp.Attributes()
+	if kind == KindTool && str(a, "gen_ai.tool.status") == "error" {
+		v.errMsg = "gen_ai.tool.status is error"
+	}
+	switch kind {
+	case KindModel:
+		if haveChoice {
+			v.finish = str(choice, "finish_reason")
+			strandsAnswer(v, firstJSON(choice, "message"))
+		} else if detailsOut != nil {
+			v.out = detailsOut
+			v.finish, v.thinking = strandsParts(detailsOut)
+		}
+	case KindTool:
+		if haveTool {
+			v.in = firstJSON(toolMsg, "content")
+		} else if detailsIn != nil {
+			v.in = partField(detailsIn, "arguments")
+		}
+		if haveChoice {
+			v.out = strandsResult(firstJSON(choice, "message"))
+		} else if detailsOut != nil {
+			v.out = strandsResult(partField(detailsOut, "response"))
+		}
+	case KindAgent:
+		v.name = str(a, "gen_ai.agent.name")
+		if detailsIn != nil {
+			v.in = detailsIn
+		} else {
+			v.in, _ = eventMessages(sp)
+		}
+		if haveChoice {
+			v.out = firstJSON(choice, "message")
+		} else if detailsOut != nil {
+			v.out = partField(detailsOut, "content")
+		}
+	}
+}
+
+// strandsBlock is a Strands (Bedrock Converse) content block.
+type strandsBlock struct {
+	Text    *string `json:"text"`
+	ToolUse *struct {
+		ID    string          `json:"toolUseId"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	} `json:"toolUse"`
+	Reasoning *struct {
+		Text *struct {
+			Text string `json:"text"`
+		} `json:"reasoningText"`
+	} `json:"reasoningContent"`
+	JSON json.RawMessage `json:"json"`
+}
+
+// strandsAnswer reads a model's answer as content blocks: text, toolUse
+// (tool calls) and reasoningContent (Thinking).
+func strandsAnswer(v *spanInfo, msg trace.Value) {
+	var blocks []strandsBlock
+	if len(msg) == 0 || msg[0] != '[' || json.Unmarshal(msg, &blocks) != nil {
+		v.out = msg
+		return
+	}
+	var text, thinking strings.Builder
+	var calls []toolCall
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			text.WriteString(*b.Text)
+		case b.ToolUse != nil:
+			calls = append(calls, toolCall{ID: b.ToolUse.ID, Name: b.ToolUse.Name, Input: b.ToolUse.Input})
+		case b.Reasoning != nil && b.Reasoning.Text != nil:
+			if thinking.Len() > 0 {
+				thinking.WriteByte('\n')
+			}
+			thinking.WriteString(b.Reasoning.Text.Text)
+		}
+	}
+	v.out = nativeOutput(text.String(), calls)
+	if thinking.Len() > 0 {
+		v.thinking = trace.Text(thinking.String())
+	}
+}
+
+// strandsResult simplifies a tool result's content blocks to the one
+// block's text or JSON when there is one.
+func strandsResult(content trace.Value) trace.Value {
+	var blocks []strandsBlock
+	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &blocks) != nil || len(blocks) != 1 {
+		return content
+	}
+	switch b := blocks[0]; {
+	case b.Text != nil:
+		return trace.Text(*b.Text)
+	case len(b.JSON) > 0:
+		return trace.Value(b.JSON)
+	}
+	return content
+}
+
+// strandsParts reads the finish reason and the reasoning of GenAI output
+// messages as Strands writes them (a reasoningContent block becomes a part
+// of type "reasoningContent").
+func strandsParts(out trace.Value) (finish string, thinking trace.Value) {
+	var msgs []struct {
+		Finish string `json:"finish_reason"`
+		Parts  []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		} `json:"parts"`
+	}
+	if json.Unmarshal(out, &msgs) != nil {
+		return "", nil
+	}
+	var texts []string
+	for _, m := range msgs {
+		if finish == "" {
+			finish = m.Finish
+		}
+		for _, p := range m.Parts {
+			var r struct {
+				Text *struct {
+					Text string `json:"text"`
+				} `json:"reasoningText"`
+			}
+			if p.Type == "reasoningContent" && json.Unmarshal(p.Content, &r) == nil && r.Text != nil {
+				texts = append(texts, r.Text.Text)
+			}
+		}
+	}
+	if len(texts) > 0 {
+		thinking = trace.Text(strings.Join(texts, "\n"))
+	}
+	return finish, thinking
+}
+
+// partField returns field of the first part of the first GenAI message
+// (a tool_call part's arguments, a tool_call_response part's response, a
+// text part's content), or the messages as they are.
+func partField(msgs trace.Value, field string) trace.Value {
+	var ms []struct {
+		Parts []map[string]json.RawMessage `json:"parts"`
+	}
+	if json.Unmarshal(msgs, &ms) != nil || len(ms) == 0 || len(ms[0].Parts) == 0 {
+		return msgs
+	}
+	if f, ok := ms[0].Parts[0][field]; ok {
+		return trace.Value(f)
+	}
+	return msgs
+}
+
+// --- Eino ------------------------------------------------------------------------
+
+// readEino reads the spans of Eino's apmplus callback (cloudwego/eino-ext
+// callbacks/apmplus/apmplus.go): the callback's input and output as
+// gen_ai.prompt.N.* / gen_ai.completion.N.* (a message's content, or the
+// whole callback value as JSON in gen_ai.prompt.0.content /
+// gen_ai.completion.0.content), gen_ai.input / gen_ai.output on the root,
+// the component's name in runinfo.name.
+func readEino(v *spanInfo, kind Kind, a pcommon.Map, sp ptrace.Span) {
+	v.name = firstStr(a, "runinfo.name")
+	switch kind {
+	case KindModel:
+		v.in = indexed(a, "gen_ai.prompt.")
+		if _, ok := a.Get("gen_ai.completion.1.content"); ok {
+			return // several messages: read as GenAI
+		}
+		c := strings.TrimSpace(str(a, "gen_ai.completion.0.content"))
+		switch {
+		case c == "":
+		case c[0] == '[':
+			einoMessages(v, c) // messages without text (tool calls) are written whole
+		default:
+			v.out = trace.Text(c)
+		}
+	case KindTool:
+		v.in = einoField(firstJSON(a, "gen_ai.prompt.0.content"), "ArgumentsInJSON")
+		v.out = einoField(firstJSON(a, "gen_ai.completion.0.content"), "Response")
+	default:
+		if sp.ParentSpanID().IsEmpty() {
+			v.in, v.out = nonEmpty(a, "gen_ai.input"), einoAnswer(nonEmpty(a, "gen_ai.output"))
+		}
+		if v.in == nil {
+			v.in = firstJSON(a, "gen_ai.prompt.0.content")
+		}
+		if v.out == nil {
+			v.out = firstJSON(a, "gen_ai.completion.0.content")
+		}
+	}
+}
+
+// einoAnswer returns the text of the one message a graph answered with,
+// or out as it is.
+func einoAnswer(out trace.Value) trace.Value {
+	if len(out) == 0 || out[0] != '[' {
+		return out
+	}
+	var ms []struct {
+		Role      string          `json:"role"`
+		Content   string          `json:"content"`
+		ToolCalls json.RawMessage `json:"tool_calls"`
+	}
+	if json.Unmarshal(out, &ms) != nil || len(ms) != 1 || ms[0].Role != "assistant" || ms[0].Content == "" || len(ms[0].ToolCalls) > 0 {
+		return out
+	}
+	return trace.Text(ms[0].Content)
+}
+
+// einoMessages reads Eino schema.Messages (JSON): content, tool_calls,
+// reasoning_content and response_meta (finish_reason, usage).
+func einoMessages(v *spanInfo, s string) {
+	var ms []struct {
+		Content   string `json:"content"`
+		ToolCalls []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+		Reasoning string `json:"reasoning_content"`
+		Meta      *struct {
+			Finish string `json:"finish_reason"`
+			Usage  *struct {
+				Prompt     int64 `json:"prompt_tokens"`
+				Completion int64 `json:"completion_tokens"`
+				Details    struct {
+					Cached int64 `json:"cached_tokens"`
+				} `json:"prompt_token_details"`
+				OutDetails struct {
+					Reasoning int64 `json:"reasoning_tokens"`
+				} `json:"completion_token_details"`
+			} `json:"usage"`
+		} `json:"response_meta"`
+	}
+	if json.Unmarshal([]byte(s), &ms) != nil {
+		v.out = trace.Raw([]byte(s))
+		return
+	}
+	var text, thinking strings.Builder
+	var calls []toolCall
+	for _, m := range ms {
+		text.WriteString(m.Content)
+		if m.Reasoning != "" {
+			thinking.WriteString(m.Reasoning)
+		}
+		for _, c := range m.ToolCalls {
+			calls = append(calls, toolCall{ID: c.ID, Name: c.Function.Name, Input: c.Function.Arguments})
+		}
+		if m.Meta != nil {
+			if v.finish == "" {
+				v.finish = m.Meta.Finish
+			}
+			if u := m.Meta.Usage; u != nil {
+				v.usage = trace.Usage{InputTokens: u.Prompt, OutputTokens: u.Completion, CachedTokens: u.Details.Cached, ReasoningTokens: u.OutDetails.Reasoning}
+			}
+		}
+	}
+	v.out = nativeOutput(text.String(), calls)
+	if thinking.Len() > 0 {
+		v.thinking = trace.Text(thinking.String())
+	}
+}
+
+// einoField unwraps a tool's callback value ({"ArgumentsInJSON": "…"},
+// {"Response": "…"}): the field, its JSON text unwrapped.
+func einoField(v trace.Value, field string) trace.Value {
+	if len(v) == 0 || v[0] != '{' || !bytes.Contains(v, []byte(field)) {
+		return v
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil {
+		return v
+	}
+	f, ok := m[field]
+	if !ok {
+		return v
+	}
+	return trace.Value(argsJSON(f))
 }
