@@ -323,7 +323,8 @@ func genkitKind(m *marks) Kind {
 		return KindAgent
 	case "model", "background-model", "embedder":
 		return KindModel
-	case "tool", "retriever", "indexer", "reranker":
+	case "tool", "tool.v2", "retriever", "indexer", "reranker":
+		// Genkit Go runs every tool as a tool.v2 action (go/ai/tools.go).
 		return KindTool
 	}
 	return KindGeneric

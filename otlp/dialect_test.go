@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -654,6 +655,8 @@ func TestPrecedence(t *testing.T) {
 			[]kv{{"gen_ai.span.kind", "lambda"}, {"gen_ai.system", "eino"}, {"gen_ai.prompt.0.content", "{}"}}, KindGeneric, "eino"},
 		{"…an ADK agent an agent", "", "Agent",
 			[]kv{{"gen_ai.span.kind", "agent"}, {"gen_ai.system", "eino"}}, KindAgent, "eino"},
+		{"a Genkit Go tool (a tool.v2 action) is a tool", "genkit-tracer", "weather",
+			[]kv{{"genkit:type", "action"}, {"genkit:metadata:subtype", "tool.v2"}, {"genkit:name", "weather"}}, KindTool, "genkit"},
 		{"gen_ai.span.kind alone is not Eino's", "", "x",
 			[]kv{{"gen_ai.span.kind", "tool"}, {"gen_ai.request.model", "m"}}, KindModel, "gen_ai"},
 	}
@@ -826,6 +829,41 @@ func TestNormCompacts(t *testing.T) {
 	} {
 		if got := string(norm(trace.Value(c[0]))); got != c[1] {
 			t.Errorf("norm(%s) = %s, want %s", c[0], got, c[1])
+		}
+	}
+}
+
+// TestGenkitGoToolOutput: a Genkit Go tool's output, a
+// MultipartToolResponse, is recorded as the tool's own output when it
+// returned no content parts, and kept whole when it did.
+func TestGenkitGoToolOutput(t *testing.T) {
+	for _, tc := range []struct{ out, want string }{
+		{`{"output":{"temp":21}}`, `{"temp":21}`},
+		{`{"output":"sunny","content":[{"text":"sunny"}]}`, `{"output":"sunny","content":[{"text":"sunny"}]}`},
+		{`"plain"`, `"plain"`},
+	} {
+		td := ptrace.NewTraces()
+		sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetTraceID(pcommon.TraceID{1})
+		sp.SetSpanID(pcommon.SpanID{2})
+		sp.SetName("weather")
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(time.Unix(1_700_000_000, 0)))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(time.Unix(1_700_000_001, 0)))
+		a := sp.Attributes()
+		a.PutStr("genkit:type", "action")
+		a.PutStr("genkit:metadata:subtype", "tool.v2")
+		a.PutStr("genkit:name", "weather")
+		a.PutStr("genkit:input", `{"city":"Lyon"}`)
+		a.PutStr("genkit:output", tc.out)
+		var end *trace.Record
+		recs := Map(td, nil).Records
+		for i := range recs {
+			if recs[i].Type == trace.TypeToolEnd {
+				end = &recs[i]
+			}
+		}
+		if end == nil || end.Name != "weather" || string(end.Output) != tc.want {
+			t.Errorf("output %s: tool.end %+v, want output %s", tc.out, end, tc.want)
 		}
 	}
 }

@@ -450,6 +450,24 @@ func readGenkit(v *spanInfo, kind Kind, a pcommon.Map) {
 	if v.out == nil {
 		v.out = firstJSON(a, "genkit:output")
 	}
+	if kind == KindTool && str(a, "genkit:metadata:subtype") == "tool.v2" {
+		v.out = toolV2Output(v.out)
+	}
+}
+
+// toolV2Output is the result a Genkit Go tool gave the model: a tool.v2
+// action's output is a MultipartToolResponse ({"output": …, "content":
+// [parts]}, go/ai/tools.go), whose output is the tool's own when it
+// returned no content parts. With parts, the whole response is kept.
+func toolV2Output(out trace.Value) trace.Value {
+	var mp struct {
+		Output  json.RawMessage   `json:"output"`
+		Content []json.RawMessage `json:"content"`
+	}
+	if len(out) == 0 || out[0] != '{' || json.Unmarshal(out, &mp) != nil || len(mp.Content) > 0 || len(mp.Output) == 0 {
+		return out
+	}
+	return trace.Value(mp.Output)
 }
 
 type genkitMessage struct {
