@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Resolve", testResolve},
 		{"Paging", testPaging},
 		{"AgentRuns", testAgentRuns},
+		{"Sessions", testSessions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

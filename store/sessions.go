@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// A SessionSummary is one session's line in a listing: the runs (traces)
+// that carry its id (Summary.Session), and their totals.
+type SessionSummary struct {
+	ID            string    `json:"session"`
+	User          string    `json:"user,omitempty"` // the user of its runs (the greatest, should they differ)
+	Runs          int       `json:"runs"`
+	First         time.Time `json:"first"`          // the earliest run's start
+	Last          time.Time `json:"last"`           // the latest record of its runs
+	LastStarted   time.Time `json:"last_started"`   // the latest run's start: the listing's order
+	InputTokens   int64     `json:"input_tokens"`   // summed over its runs
+	OutputTokens  int64     `json:"output_tokens"`  // summed over its runs
+	CostUSD       float64   `json:"cost_usd"`       // summed over the priced model calls of its runs
+	UnpricedCalls int       `json:"unpriced_calls"` // model calls of unknown cost, not in CostUSD
+	Errors        int       `json:"errors"`         // errors summed over its runs (trace.Stats)
+	ErrorRuns     int       `json:"error_runs"`     // runs with an error or a status other than success or running
+}
+
+// CostKnown reports whether CostUSD is the session's whole cost.
+func (s *SessionSummary) CostKnown() bool { return s.UnpricedCalls == 0 }
+
+// SessionQuery asks for one page of sessions. The zero value asks for the
+// first DefaultLimit sessions, newest first.
+type SessionQuery struct {
+	User   string    // only runs of this user, exact
+	Since  time.Time // only runs started at or after
+	Until  time.Time // only runs started before
+	Limit  int       // page size; 0 means DefaultLimit, at most MaxLimit
+	Cursor string    // SessionPage.Next of the previous page; "" for the first
+}
+
+// Validate checks q: its User is valid UTF-8 without NUL bytes. The
+// error is a *QueryError.
+func (q *SessionQuery) Validate() error {
+	if !isText(q.User) {
+		return queryErrorf("sessions: user %q is not valid UTF-8 text without NUL bytes", q.User)
+	}
+	return nil
+}
+
+// SessionPage is one page of sessions. Next is "" on the last page.
+type SessionPage struct {
+	Sessions []SessionSummary `json:"sessions"`
+	Next     string           `json:"next,omitempty"`
+}
+
+// A SessionLister is a Store that lists sessions: the SQLite and
+// PostgreSQL backends are. Sessions is safe for concurrent use.
+type SessionLister interface {
+	// Sessions returns the sessions of the runs q selects (only their
+	// runs count in a session's totals), the session whose latest run
+	// started last first, one page at a time. Runs without a session are
+	// not listed. A bad cursor or user is a *QueryError.
+	Sessions(ctx context.Context, q SessionQuery) (SessionPage, error)
+}
+
+// ErrNoSessions is wrapped by the error of ListSessions for a store that
+// does not list sessions.
+var ErrNoSessions = errors.New("this store does not list sessions")
+
+// ListSessions returns a page of st's sessions (SessionLister), or an
+// error wrapping ErrNoSessions if st does not list them.
+func ListSessions(ctx context.Context, st Store, q SessionQuery) (SessionPage, error) {
+	l, ok := st.(SessionLister)
+	if !ok {
+		return SessionPage{}, fmt.Errorf("store %T: %w", st, ErrNoSessions)
+	}
+	return l.Sessions(ctx, q)
+}
+
+// MaxSessionRuns bounds the runs SessionRuns returns.
+const MaxSessionRuns = MaxLimit
+
+// SessionRuns returns the runs of session id in the order they started
+// (oldest first), at most MaxSessionRuns of them (the latest, if there
+// are more; more reports whether some were left out), evaluation results
+// included. It returns an error wrapping ErrNotFound if no stored trace
+// belongs to the session. It works over any Store (it lists with
+// Filter.Session).
+func SessionRuns(ctx context.Context, st Store, id string) (runs []Summary, more bool, err error) {
+	if id == "" {
+		return nil, false, &QueryError{Err: errors.New("session: the id is empty")}
+	}
+	f := Filter{Session: id}
+	if err := f.Validate(); err != nil {
+		return nil, false, err
+	}
+	for s, err := range Summaries(ctx, st, ListQuery{Filter: f, Limit: MaxLimit}) {
+		if err != nil {
+			return nil, false, err
+		}
+		if len(runs) == MaxSessionRuns {
+			more = true
+			break
+		}
+		runs = append(runs, s)
+	}
+	if len(runs) == 0 {
+		return nil, false, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	slices.Reverse(runs)
+	return runs, more, nil
+}
