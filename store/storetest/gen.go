@@ -27,7 +27,7 @@ type Spec struct {
 	Steps    int    // loop iterations; default 2
 	Child    bool   // spawn a nested run
 	Reason   trace.TerminationReason
-	InputTok int64 // per model call; default 100
+	InputTok int64  // per model call; default 100
 	Session  string // the run's session (trace.RunOptions.Session)
 	User     string // the run's user
 }
