@@ -976,8 +976,10 @@ type TraceDelta struct {
 	Lost    int64         // records lost, summed over trace.TypeDropped markers (store.LostCount)
 	Stats   trace.Stats
 	Tags    []string
-	Session string // the first new record's session that has one
-	User    string // the first new record's user that has one
+	Session string // the session of the new record of lowest seq that has one
+	User    string // the user of the new record of lowest seq that has one
+
+	sessionSeq, userSeq uint64 // the seqs of the records Session and User came from
 }
 
 // Deltas folds the newly stored records into per-trace deltas, sorted by
@@ -996,11 +998,13 @@ func Deltas(added []*trace.Record) []*TraceDelta {
 		d.Started, d.Last = min(d.Started, start), max(d.Last, t)
 		d.Stats.Add(r)
 		d.Lost = addCount(d.Lost, store.LostCount(r))
-		if d.Session == "" {
-			d.Session = r.Session
+		// The batch's order differs between backends (PostgreSQL sorts
+		// it): seq decides which record is first.
+		if r.Session != "" && (d.Session == "" || r.Seq < d.sessionSeq) {
+			d.Session, d.sessionSeq = r.Session, r.Seq
 		}
-		if d.User == "" {
-			d.User = r.User
+		if r.User != "" && (d.User == "" || r.Seq < d.userSeq) {
+			d.User, d.userSeq = r.User, r.Seq
 		}
 		if r.Depth == 0 {
 			switch r.Type {
