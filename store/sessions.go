@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/loupe-dev/loupe/trace"
 )
 
 // A SessionSummary is one session's line in a listing: the runs (traces)
@@ -109,4 +111,90 @@ func SessionRuns(ctx context.Context, st Store, id string) (runs []Summary, more
 	}
 	slices.Reverse(runs)
 	return runs, more, nil
+}
+
+// A Turn is one run of a session read as a turn of the conversation: what
+// it was asked, its answer, and the tool calls in between.
+type Turn struct {
+	Summary Summary     `json:"summary"`
+	Input   trace.Value `json:"input,omitempty"`  // the root run.start's input
+	Output  trace.Value `json:"output,omitempty"` // the root run.end's output: the answer
+	Error   string      `json:"error,omitempty"`  // the root run.end's error
+	Tools   []TurnTool  `json:"tools,omitempty"`  // tool calls, nested runs' included, in the order they began
+}
+
+// TurnTool is one tool call of a Turn.
+type TurnTool struct {
+	SpanID   trace.SpanID  `json:"span_id"`
+	Name     string        `json:"name"`
+	Depth    int           `json:"depth,omitempty"` // nesting of the run that called it; 0 for the root run
+	Input    trace.Value   `json:"input,omitempty"`
+	Output   trace.Value   `json:"output,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
+}
+
+// TurnOf reads t as a turn of its session (see Turn).
+func TurnOf(t *Trace) Turn {
+	turn := Turn{Summary: t.Summary}
+	open := map[trace.SpanID]int{} // tool span → index in turn.Tools
+	for i := range t.Records {
+		r := &t.Records[i]
+		switch r.Type {
+		case trace.TypeRunStart:
+			if r.Depth == 0 && turn.Input == nil {
+				turn.Input = r.Input
+			}
+		case trace.TypeRunEnd:
+			if r.Depth == 0 {
+				turn.Output, turn.Error = r.Output, r.Error
+			}
+		case trace.TypeToolStart:
+			open[r.SpanID] = len(turn.Tools)
+			turn.Tools = append(turn.Tools, TurnTool{SpanID: r.SpanID, Name: r.Name, Depth: r.Depth, Input: r.Input})
+		case trace.TypeToolEnd, trace.TypeToolError:
+			j, ok := open[r.SpanID]
+			if !ok { // an end without its start
+				j = len(turn.Tools)
+				turn.Tools = append(turn.Tools, TurnTool{SpanID: r.SpanID, Name: r.Name, Depth: r.Depth})
+			}
+			delete(open, r.SpanID)
+			tt := &turn.Tools[j]
+			tt.Output, tt.Error, tt.Duration = r.Output, r.Error, r.Duration
+			if tt.Input == nil {
+				tt.Input = r.Input // a call recorded whole, on its end
+			}
+		}
+	}
+	return turn
+}
+
+// MaxSessionTurns bounds the turns SessionTurns reads.
+const MaxSessionTurns = 200
+
+// SessionTurns returns the last `last` runs of session id (at most
+// MaxSessionTurns; 0 or less means MaxSessionTurns) as turns, in the
+// order they started, and how many runs the session has in all (at most
+// MaxSessionRuns, more reporting whether there are more still). A run
+// deleted while they are read is left out. It returns an error wrapping
+// ErrNotFound if no stored trace belongs to the session.
+func SessionTurns(ctx context.Context, st Store, id string, last int) (turns []Turn, runs int, more bool, err error) {
+	if last <= 0 || last > MaxSessionTurns {
+		last = MaxSessionTurns
+	}
+	sums, more, err := SessionRuns(ctx, st, id)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	for _, s := range sums[max(0, len(sums)-last):] {
+		t, err := st.Trace(ctx, s.ID)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+		turns = append(turns, TurnOf(t))
+	}
+	return turns, len(sums), more, nil
 }

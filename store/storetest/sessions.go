@@ -167,6 +167,14 @@ func testSessions(t *testing.T, s store.Store) {
 			t.Errorf("SessionRuns[%d] = %s, want %s (in start order)", i, r.ID, convA[i])
 		}
 	}
+	turns, n, more, err := store.SessionTurns(ctx, s, "conv-a", 2)
+	if err != nil || n != 3 || more || len(turns) != 2 {
+		t.Fatalf("SessionTurns: %d turns of %d runs, more %v, %v; want the last 2 of 3", len(turns), n, more, err)
+	}
+	if x := turns[1]; x.Summary.ID != convA[2] || x.Input.Text() != "question about chat" || len(x.Tools) != 2 ||
+		x.Tools[0].Name != "search" || x.Tools[0].Input == nil || x.Tools[1].Output.Text() != "result 2" {
+		t.Errorf("last turn of conv-a: %+v", x)
+	}
 	if _, _, err := store.SessionRuns(ctx, s, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SessionRuns of an unknown session: %v, want ErrNotFound", err)
 	}
