@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -169,32 +170,69 @@ func TurnOf(t *Trace) Turn {
 	return turn
 }
 
+// SummarizeSession totals runs, the summaries of session id's runs, as
+// a SessionLister lists it (Last is the latest end of a run: its start
+// plus its duration).
+func SummarizeSession(id string, runs []Summary) SessionSummary {
+	x := SessionSummary{ID: id, Runs: len(runs)}
+	for i := range runs {
+		r := &runs[i]
+		if i == 0 || r.Started.Before(x.First) {
+			x.First = r.Started
+		}
+		if r.Started.After(x.LastStarted) {
+			x.LastStarted = r.Started
+		}
+		if end := r.Started.Add(r.Duration); end.After(x.Last) {
+			x.Last = end
+		}
+		x.User = max(x.User, r.User)
+		x.InputTokens = addSat(x.InputTokens, r.InputTokens)
+		x.OutputTokens = addSat(x.OutputTokens, r.OutputTokens)
+		x.CostUSD += r.CostUSD
+		x.UnpricedCalls += r.UnpricedCalls
+		x.Errors += r.Errors
+		if r.Errors > 0 || r.Status != string(trace.TerminationSuccess) && r.Status != StatusRunning {
+			x.ErrorRuns++
+		}
+	}
+	return x
+}
+
+// addSat returns a+b for a, b ≥ 0, stopping at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 // MaxSessionTurns bounds the turns SessionTurns reads.
 const MaxSessionTurns = 200
 
-// SessionTurns returns the last `last` runs of session id (at most
-// MaxSessionTurns; 0 or less means MaxSessionTurns) as turns, in the
-// order they started, and how many runs the session has in all (at most
-// MaxSessionRuns, more reporting whether there are more still). A run
+// SessionTurns returns session id's totals (SummarizeSession over its
+// runs, at most MaxSessionRuns of them; more reports whether there are
+// more still) and its last `last` runs (at most MaxSessionTurns; 0 or
+// less means MaxSessionTurns) as turns, in the order they started. A run
 // deleted while they are read is left out. It returns an error wrapping
 // ErrNotFound if no stored trace belongs to the session.
-func SessionTurns(ctx context.Context, st Store, id string, last int) (turns []Turn, runs int, more bool, err error) {
+func SessionTurns(ctx context.Context, st Store, id string, last int) (sum SessionSummary, turns []Turn, more bool, err error) {
 	if last <= 0 || last > MaxSessionTurns {
 		last = MaxSessionTurns
 	}
-	sums, more, err := SessionRuns(ctx, st, id)
+	runs, more, err := SessionRuns(ctx, st, id)
 	if err != nil {
-		return nil, 0, false, err
+		return SessionSummary{}, nil, false, err
 	}
-	for _, s := range sums[max(0, len(sums)-last):] {
+	for _, s := range runs[max(0, len(runs)-last):] {
 		t, err := st.Trace(ctx, s.ID)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, 0, false, err
+			return SessionSummary{}, nil, false, err
 		}
 		turns = append(turns, TurnOf(t))
 	}
-	return turns, len(sums), more, nil
+	return SummarizeSession(id, runs), turns, more, nil
 }

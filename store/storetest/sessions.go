@@ -167,9 +167,13 @@ func testSessions(t *testing.T, s store.Store) {
 			t.Errorf("SessionRuns[%d] = %s, want %s (in start order)", i, r.ID, convA[i])
 		}
 	}
-	turns, n, more, err := store.SessionTurns(ctx, s, "conv-a", 2)
-	if err != nil || n != 3 || more || len(turns) != 2 {
-		t.Fatalf("SessionTurns: %d turns of %d runs, more %v, %v; want the last 2 of 3", len(turns), n, more, err)
+	sum, turns, more, err := store.SessionTurns(ctx, s, "conv-a", 2)
+	if err != nil || sum.Runs != 3 || more || len(turns) != 2 {
+		t.Fatalf("SessionTurns: %d turns of %d runs, more %v, %v; want the last 2 of 3", len(turns), sum.Runs, more, err)
+	}
+	if sum.InputTokens != a.InputTokens || sum.OutputTokens != a.OutputTokens || sum.User != "ada" || !sum.First.Equal(a.First) ||
+		!sum.LastStarted.Equal(a.LastStarted) || sum.Errors != a.Errors || sum.ErrorRuns != a.ErrorRuns {
+		t.Errorf("SessionTurns totals %+v differ from the listing's %+v", sum, a)
 	}
 	if x := turns[1]; x.Summary.ID != convA[2] || x.Input.Text() != "question about chat" || len(x.Tools) != 2 ||
 		x.Tools[0].Name != "search" || x.Tools[0].Input == nil || x.Tools[1].Output.Text() != "result 2" {
