@@ -20,13 +20,6 @@ import (
 // /api/v1/sessions/{id} reads when runs= is not given.
 const DefaultSessionRuns = 50
 
-// SessionJSON is one session as GET /api/v1/sessions/{id} returns it.
-type SessionJSON struct {
-	Session store.SessionSummary `json:"session"`
-	Turns   []store.Turn         `json:"turns"`
-	More    bool                 `json:"more,omitempty"`
-}
-
 // listConversations is GET /api/v1/sessions: sessions with their totals, the
 // latest first, one page at a time; user=, since= and until= select the
 // runs that count.
@@ -82,5 +75,5 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	if turns == nil {
 		turns = []store.Turn{}
 	}
-	s.writeJSON(w, r, http.StatusOK, SessionJSON{Session: sum, Turns: turns, More: more})
+	s.writeJSON(w, r, http.StatusOK, store.SessionView{Session: sum, Turns: turns, More: more})
 }

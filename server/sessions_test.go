@@ -62,7 +62,7 @@ func TestSessionsAPI(t *testing.T) {
 	if len(page.Sessions) != 0 {
 		t.Errorf("user=bob: %+v", page)
 	}
-	var one SessionJSON
+	var one store.SessionView
 	e.getJSON(t, "/api/v1/sessions/conv-1", &one)
 	if one.Session.Runs != 3 || len(one.Turns) != 3 {
 		t.Fatalf("GET /api/v1/sessions/conv-1: %+v", one)
@@ -190,7 +190,7 @@ func TestOTelJSSessions(t *testing.T) {
 			if x.ID != sent.Session || x.Runs != 3 || x.InputTokens != 300 || x.OutputTokens != 30 || x.User != sent.User {
 				t.Errorf("session: %+v, want %s with 3 runs of %s, 300 input and 30 output tokens", x, sent.Session, sent.User)
 			}
-			var one SessionJSON
+			var one store.SessionView
 			e.getJSON(t, "/api/v1/sessions/"+url.PathEscape(sent.Session), &one)
 			if len(one.Turns) != 3 {
 				t.Fatalf("session %s: %d turns", sent.Session, len(one.Turns))

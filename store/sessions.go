@@ -207,6 +207,14 @@ func addSat(a, b int64) int64 {
 	return a + b
 }
 
+// SessionView is one session read as a conversation (SessionTurns): what
+// GET /api/v1/sessions/{id} and loupe sessions show --json return.
+type SessionView struct {
+	Session SessionSummary `json:"session"`
+	Turns   []Turn         `json:"turns"`          // the last runs, oldest first
+	More    bool           `json:"more,omitempty"` // the session has more than MaxSessionRuns runs
+}
+
 // MaxSessionTurns bounds the turns SessionTurns reads.
 const MaxSessionTurns = 200
 
