@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +67,43 @@ func TestSanitizeBoundsSessions(t *testing.T) {
 	if r.User != "ad\uFFFDa" || len(r.Session) > store.MaxSessionBytes {
 		t.Errorf("Sanitize left user %q and a session of %d bytes", r.User, len(r.Session))
 	}
+}
+
+// FuzzSessionIDs: whatever a client sends as a session or user, Sanitize
+// makes a record a store accepts, that encodes and decodes to the same
+// ids, and the query language finds it by them.
+func FuzzSessionIDs(f *testing.F) {
+	f.Add("conv-1", "ada", 0)
+	f.Add("a\xffb\x00", "\xc3", 300)
+	f.Add(`"quoted" id:with:colons`, "ü", 129)
+	f.Fuzz(func(t *testing.T, session, user string, pad int) {
+		if pad < 0 || pad > 4096 {
+			pad = 0
+		}
+		session += strings.Repeat("é", pad/2)
+		r := trace.Record{V: 1, TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Seq: 1, Time: time.Unix(1, 0).UTC(), Type: trace.TypeRunStart,
+			Name: "x", Session: session, User: user}
+		store.Sanitize(&r)
+		if err := store.ValidateRecord(0, &r); err != nil {
+			t.Fatalf("after Sanitize: %v", err)
+		}
+		if trace.BoundID(r.Session) != r.Session || trace.BoundID(r.User) != r.User {
+			t.Fatalf("BoundID is not idempotent on %q %q", r.Session, r.User)
+		}
+		back, err := trace.DecodeRecord(r.AppendJSON(nil))
+		if err != nil || back.Session != r.Session || back.User != r.User {
+			t.Fatalf("round trip of %q %q: %q %q, %v", r.Session, r.User, back.Session, back.User, err)
+		}
+		if r.Session == "" {
+			return
+		}
+		q := store.Query{Filter: store.Filter{Session: r.Session, User: r.User}}
+		if len(q.String()) > store.MaxQueryBytes {
+			return
+		}
+		parsed, err := store.ParseQuery(q.String())
+		if err != nil || parsed.Session != r.Session || parsed.User != r.User {
+			t.Fatalf("query %q: session %q user %q, %v", q.String(), parsed.Session, parsed.User, err)
+		}
+	})
 }
