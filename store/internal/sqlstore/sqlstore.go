@@ -288,11 +288,14 @@ func Where(b *Builder, f *store.Filter, cutoff int64) []string {
 	if f.HasErrors {
 		c = append(c, "t.errors > 0")
 	}
+	// The "<> ''" terms, implied by the equality, let the databases use
+	// the partial indexes on these columns, whose predicate they are: a
+	// planner cannot tell that a bound parameter is not ''.
 	if f.Session != "" {
-		c = append(c, "t.session_id = "+b.Arg(f.Session))
+		c = append(c, "t.session_id <> '' AND t.session_id = "+b.Arg(f.Session))
 	}
 	if f.User != "" {
-		c = append(c, "t.user_id = "+b.Arg(f.User))
+		c = append(c, "t.user_id <> '' AND t.user_id = "+b.Arg(f.User))
 	}
 	return c
 }
@@ -1184,31 +1187,41 @@ func (db *DB) Sessions(ctx context.Context, q store.SessionQuery) (store.Session
 	if err := q.Validate(); err != nil {
 		return store.SessionPage{}, err
 	}
+	// Two steps in one statement: the page of sessions, found from the
+	// (session_id, started) index alone when only time bounds the runs
+	// (no table row is read to order them); then the totals of those
+	// sessions only, through the same index.
 	b := db.D.NewBuilder()
-	c := []string{"t.session_id <> ''"}
-	if q.User != "" {
-		c = append(c, "t.user_id = "+b.Arg(q.User))
+	conds := func() []string {
+		c := []string{"t.session_id <> ''"}
+		if q.User != "" {
+			c = append(c, "t.user_id <> '' AND t.user_id = "+b.Arg(q.User))
+		}
+		if !q.Since.IsZero() {
+			c = append(c, "t.started >= "+b.Arg(q.Since.UnixNano()))
+		}
+		if !q.Until.IsZero() {
+			c = append(c, "t.started < "+b.Arg(q.Until.UnixNano()))
+		}
+		return c
 	}
-	if !q.Since.IsZero() {
-		c = append(c, "t.started >= "+b.Arg(q.Since.UnixNano()))
-	}
-	if !q.Until.IsZero() {
-		c = append(c, "t.started < "+b.Arg(q.Until.UnixNano()))
-	}
-	query := "SELECT t.session_id, MAX(t.user_id), COUNT(*), MIN(t.started), MAX(t.last_time), MAX(t.started), " +
-		db.D.Sum("t.input_tokens") + ", " + db.D.Sum("t.output_tokens") + ", SUM(" + CostExpr("t.cost") + "), " +
-		"CAST(SUM(t.unpriced) AS BIGINT), CAST(SUM(t.errors) AS BIGINT), " +
-		"CAST(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END) AS BIGINT) " +
-		"FROM traces t" + where(c) + " GROUP BY t.session_id"
+	pageSQL := "SELECT t.session_id AS sid, MAX(t.started) AS latest FROM traces t" + where(conds()) + " GROUP BY t.session_id"
 	if q.Cursor != "" {
 		ts, tie, err := decodeCursor(q.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
-		query += " HAVING MAX(t.started) < " + b.Arg(ts) + " OR (MAX(t.started) = " + b.Arg(ts) + " AND t.session_id < " + b.Arg(tie) + ")"
+		pageSQL += " HAVING MAX(t.started) < " + b.Arg(ts) + " OR (MAX(t.started) = " + b.Arg(ts) + " AND t.session_id < " + b.Arg(tie) + ")"
 	}
 	limit := limitOf(q.Limit)
-	query += " ORDER BY MAX(t.started) DESC, t.session_id DESC LIMIT " + b.Arg(limit+1)
+	pageSQL += " ORDER BY latest DESC, sid DESC LIMIT " + b.Arg(limit+1)
+	query := "WITH page AS (" + pageSQL + ") " +
+		"SELECT p.sid, MAX(t.user_id), COUNT(*), MIN(t.started), MAX(t.last_time), p.latest, " +
+		db.D.Sum("t.input_tokens") + ", " + db.D.Sum("t.output_tokens") + ", SUM(" + CostExpr("t.cost") + "), " +
+		"CAST(SUM(t.unpriced) AS BIGINT), CAST(SUM(t.errors) AS BIGINT), " +
+		"CAST(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END) AS BIGINT) " +
+		"FROM page p JOIN traces t ON t.session_id = p.sid" + where(conds()) +
+		" GROUP BY p.sid, p.latest ORDER BY p.latest DESC, p.sid DESC"
 	rows, err := db.SQL.QueryContext(ctx, query, b.Args...)
 	if err != nil {
 		return store.SessionPage{}, fmt.Errorf("list sessions in %s: %w", db.Name, err)
