@@ -77,6 +77,16 @@ func TestSessionsAPI(t *testing.T) {
 	if one.Session.Runs != 3 || len(one.Turns) != 1 || one.Turns[0].Output.Text() != "answer 2" {
 		t.Errorf("runs=1: %+v", one)
 	}
+	// Any id, slashes and spaces included, in one path segment.
+	for _, recs := range conversation("team/a b?#", 2, t0) {
+		if code, b, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs)); code != 200 {
+			t.Fatalf("ingest: %d %s", code, b)
+		}
+	}
+	e.getJSON(t, "/api/v1/sessions/"+url.PathEscape("team/a b?#"), &one)
+	if one.Session.ID != "team/a b?#" || len(one.Turns) != 2 {
+		t.Errorf("session with a slash: %+v", one.Session)
+	}
 	var list store.ListPage
 	e.getJSON(t, "/api/v1/traces?session=conv-1&user=ada", &list)
 	if len(list.Traces) != 3 || list.Traces[0].Session != "conv-1" {

@@ -129,7 +129,7 @@ function turnView(t, i) {
 
 export function sessionPage(main, id) {
   const ctl = new AbortController();
-  api('/api/v1/sessions/' + encodeURIComponent(id) + '?runs=200', ctl.signal).then(v => {
+  api('/api/v1/sessions/' + encodeURIComponent(id), ctl.signal).then(v => {
     const s = v.session;
     const turns = v.turns || [];
     main.append(
