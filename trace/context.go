@@ -165,7 +165,7 @@ type RunOptions struct {
 //
 // The run's log is allocated up front for as many records as the smaller
 // of the tracer's last two root runs made (not at all for the first two
-// runs), and at most 16384 records (5 MB); it grows in small chunks past
+// runs), and at most 16384 records (5.5 MB); it grows in small chunks past
 // that. So one large run does not make the runs after it allocate for its
 // size, and a service running the same agent over and over allocates each
 // run's log once.
@@ -701,7 +701,7 @@ type recordLog struct {
 }
 
 // maxPresize bounds the head a new run starts with, whatever the last runs
-// made: 16384 records of 312 bytes, 5 MB. Past the head a log grows in
+// made: 16384 records of 352 bytes, 5.5 MB. Past the head a log grows in
 // chunks without copying (Records copies it once), so a larger head would
 // save little. Since the head follows the smaller of the last two runs,
 // a small run pays for this bound only right after two runs at least that
