@@ -115,6 +115,13 @@ type Executor struct {
 	Tracer *trace.Tracer
 	// Tags label every root run, e.g. "env:ci".
 	Tags []string
+	// Session and User, if set, are recorded on every root run
+	// (trace.RunOptions.Session, User): the conversation the run belongs
+	// to and whose it is, by which stores group runs. For one Executor
+	// per service serving many conversations, copy it per conversation
+	// (an Executor is a plain value: e := base; e.Session = id).
+	Session string
+	User    string
 	// StreamOnly sends root runs' records to the Tracer's sinks without
 	// keeping them in memory (trace.RunOptions.StreamOnly): Result.Records
 	// is then nil, while Result.Stats is complete.
@@ -161,7 +168,8 @@ func (e *Executor) Run(ctx context.Context, loop AgentLoop, input string) Result
 	ctx, cancel := e.withTimeout(ctx)
 	defer cancel()
 	if e.Tracer != nil {
-		ctx, ec = e.Tracer.Start(ctx, e.name(), trace.RunOptions{Input: trace.Text(input), Tags: e.Tags, Data: loop, StreamOnly: e.StreamOnly})
+		ctx, ec = e.Tracer.Start(ctx, e.name(), trace.RunOptions{Input: trace.Text(input), Tags: e.Tags,
+			Session: e.Session, User: e.User, Data: loop, StreamOnly: e.StreamOnly})
 	} else if trace.FromContext(ctx) != nil {
 		// An untraced run inside a traced one must not record into it.
 		ctx = trace.NewContext(ctx, nil)

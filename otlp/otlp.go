@@ -453,7 +453,7 @@ func mapSpan(dst []trace.Record, c *classified, o *Options) []trace.Record {
 	}
 	s.addWhole(trace.Record{TraceID: tid, SpanID: derived(tid, sid, "span", 0), ParentID: sid, Time: end,
 		Type: trace.TypeCustom, Name: SpanRecordName, Output: spanJSON(rs, ss, sp)}, "span", 0)
-	return s.dst
+	return withSession(s.dst, len(dst), rs.Resource().Attributes(), attrs)
 }
 
 // callSpan is what mapSpan has read of a model or tool span.
@@ -745,16 +745,12 @@ func usage(a pcommon.Map) trace.Usage {
 // without it and without gen_ai.usage.cost has not been priced.
 const AttrCostUnknown = "loupe.usage.cost_unknown"
 
-// tags are run.start's tags for a root span: where it came from.
-func tags(rs ptrace.ResourceSpans, a pcommon.Map) []string {
+// tags are run.start's tags for a root span: where it came from. (Its
+// session and user are the records' own fields: withSession.)
+func tags(rs ptrace.ResourceSpans, _ pcommon.Map) []string {
 	t := []string{"source:otlp"}
 	if s := str(rs.Resource().Attributes(), "service.name"); s != "" {
 		t = append(t, "service:"+s)
-	}
-	for _, k := range [][2]string{{"session", "gen_ai.conversation.id"}, {"session", "session.id"}, {"user", "user.id"}} {
-		if s := str(a, k[1]); s != "" {
-			t = append(t, k[0]+":"+s)
-		}
 	}
 	return t
 }

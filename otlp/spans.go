@@ -253,6 +253,7 @@ func fillSpan(sp ptrace.Span, first, end *trace.Record, o SpanOptions) {
 		name = end.Name
 	}
 	a.PutStr("loupe.type", string(first.Type))
+	putSession(a, first)
 	switch first.Type {
 	case trace.TypeRunStart, trace.TypeChildSpawn:
 		sp.SetName("invoke_agent " + name)

@@ -500,7 +500,7 @@ func appendJSONString(b []byte, s string) []byte {
 func (rd *Redactor) Value(v trace.Value) trace.Value { return rd.JSON(v) }
 
 // Record redacts every string and value of r in place: name, status,
-// error, tags, provider, input, output and thinking. It replaces fields
+// error, tags, provider, session, user, input, output and thinking. It replaces fields
 // and never writes into their old contents, so values and tags shared
 // with other records are left intact. This is what a collector runs on
 // each record it ingests.
@@ -512,6 +512,8 @@ func (rd *Redactor) Record(r *trace.Record) {
 	r.Status = rd.String(r.Status)
 	r.Error = rd.String(r.Error)
 	r.Usage.Provider = rd.String(r.Usage.Provider)
+	r.Session = rd.String(r.Session)
+	r.User = rd.String(r.User)
 	for i, t := range r.Tags {
 		if s := rd.String(t); s != t {
 			tags := slices.Clone(r.Tags)

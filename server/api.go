@@ -28,6 +28,7 @@ func criteria(q url.Values) (store.Criteria, error) {
 	c := store.Criteria{
 		Name: q.Get("name"), Status: q.Get("status"), Since: q.Get("since"), Until: q.Get("until"),
 		Model: q.Get("model"), Tool: q.Get("tool"), Tags: q["tag"],
+		Session: q.Get("session"), User: q.Get("user"),
 	}
 	for _, t := range q["type"] {
 		c.Types = append(c.Types, trace.Type(t))

@@ -352,6 +352,8 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/aggregates", scopeRead, light, s.aggregates},
 		{"GET /api/v1/evaluations", scopeRead, light, s.listEvaluations},
 		{"GET /api/v1/evaluations/{id}", scopeRead, heavy, s.getEvaluation},
+		{"GET /api/v1/sessions", scopeRead, light, s.listConversations},
+		{"GET /api/v1/sessions/{id}", scopeRead, heavy, s.getConversation},
 		{"GET /api/v1/stream", scopeRead, cheap, s.streamAll},
 		{"GET /api/v1/traces/{id}/stream", scopeRead, cheap, s.streamTrace},
 		{"GET /api/v1/traces/{id}/records", scopeRead, light, s.getRecords},

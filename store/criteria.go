@@ -32,6 +32,9 @@ type Criteria struct {
 	// Types are record types, any of them (type:); "" is ignored. They
 	// select records, so only Query carries them; Filter checks them.
 	Types []trace.Type
+	// Session and User select the traces of one session and of one user
+	// (session:, user:), exact.
+	Session, User string
 	// Evaluations includes the traces that hold evaluation results
 	// (TagEvaluation) in what AgentRuns and AgentRunsQuery select.
 	Evaluations bool
@@ -106,7 +109,7 @@ func (c Criteria) Query(q Query, now time.Time) (Query, error) {
 		key string
 		v   string
 		dst *string
-	}{{"model", c.Model, &q.Model}, {"tool", c.Tool, &q.Tool}} {
+	}{{"model", c.Model, &q.Model}, {"tool", c.Tool, &q.Tool}, {"session", c.Session, &q.Session}, {"user", c.User, &q.User}} {
 		if s.v == "" {
 			continue
 		}
@@ -169,7 +172,7 @@ func (c *Criteria) check() error {
 		valid = valid && utf8.ValidString(v)
 		nul = nul || strings.IndexByte(v, 0) >= 0
 	}
-	for _, v := range [...]string{c.Name, c.Status, c.Since, c.Until, c.Model, c.Tool} {
+	for _, v := range [...]string{c.Name, c.Status, c.Since, c.Until, c.Model, c.Tool, c.Session, c.User} {
 		text(v)
 	}
 	for _, t := range c.Tags {

@@ -14,7 +14,7 @@ import (
 
 // QueryKeys lists the filters ParseQuery understands, in the order
 // Query.String writes them.
-var QueryKeys = []string{"id", "name", "status", "since", "until", "tag", "model", "tool", "type", "min_duration", "max_duration", "has"}
+var QueryKeys = []string{"id", "name", "status", "since", "until", "tag", "model", "tool", "type", "min_duration", "max_duration", "has", "session", "user"}
 
 // The limits of a query, which ParseQuery and the stores (through
 // Filter.Validate and Query.Validate) enforce before any SQL is built:
@@ -71,7 +71,8 @@ func (f *Filter) Validate() error {
 	case len(f.WithoutTags) > MaxQueryTerms:
 		return queryErrorf("filter: %d excluded tags are more than the limit of %d", len(f.WithoutTags), MaxQueryTerms)
 	}
-	for _, v := range [...]struct{ name, s string }{{"name", f.Name}, {"status", f.Status}, {"model", f.Model}, {"tool", f.Tool}, {"id prefix", f.IDPrefix}} {
+	for _, v := range [...]struct{ name, s string }{{"name", f.Name}, {"status", f.Status}, {"model", f.Model}, {"tool", f.Tool}, {"id prefix", f.IDPrefix},
+		{"session", f.Session}, {"user", f.User}} {
 		if !isText(v.s) {
 			return queryErrorf("filter: %s %q is not valid UTF-8 text without NUL bytes", v.name, v.s)
 		}
@@ -145,6 +146,7 @@ func ParseQuery(s string) (Query, error) { return ParseQueryAt(s, time.Now()) }
 //	type:TYPE           record type (repeatable; any matches)
 //	min_duration:D max_duration:D  trace duration bounds (Go durations, or Nd)
 //	has:errors          traces with at least one error
+//	session:ID user:ID  the trace's session / user, exact
 //
 // A value may be quoted: tool:"web search". Any other term is free text: a
 // word, or a "quoted phrase" (\" and \\ escape inside quotes). A bare term
@@ -257,6 +259,10 @@ func parseQuery(s string, now time.Time) (Query, error) {
 				return Query{}, fmt.Errorf("query: has:%s: unknown (only has:errors)", v)
 			}
 			q.HasErrors = true
+		case "session":
+			q.Session = v
+		case "user":
+			q.User = v
 		}
 	}
 	return q, nil
@@ -456,6 +462,12 @@ func (q Query) String() string {
 	}
 	if q.HasErrors {
 		add("has", "errors")
+	}
+	if q.Session != "" {
+		add("session", q.Session)
+	}
+	if q.User != "" {
+		add("user", q.User)
 	}
 	for _, p := range q.Phrases {
 		parts = append(parts, quote(p))

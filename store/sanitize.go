@@ -33,6 +33,10 @@ const (
 //     and end with "…[truncated by loupe: N bytes]", N their length
 //     (after the repair); beyond MaxTags tags, the last one kept is
 //     "…[truncated by loupe: N tags]", N how many there were;
+//   - Session and User become trace.BoundID of themselves: invalid
+//     UTF-8 and NUL bytes become U+FFFD, and they are cut at a character
+//     boundary to MaxSessionBytes, without a marker (they are ids, and
+//     the same long id is cut the same way every time);
 //   - invalid UTF-8 in Input, Output and Thinking becomes U+FFFD (in
 //     valid JSON such bytes can only be inside strings, where the
 //     replacement keeps it valid), and a value that is still not one valid
@@ -61,6 +65,7 @@ func Sanitize(r *trace.Record) {
 	r.Error = sanitizeString(r.Error, MaxErrorBytes)
 	r.Usage.Provider = sanitizeString(r.Usage.Provider, MaxNameBytes)
 	r.Tags = sanitizeTags(r.Tags)
+	r.Session, r.User = trace.BoundID(r.Session), trace.BoundID(r.User)
 	r.Input = sanitizeValue(r.Input)
 	r.Output = sanitizeValue(r.Output)
 	r.Thinking = sanitizeValue(r.Thinking)

@@ -157,8 +157,10 @@ const (
 // ValidateRecord checks what a store needs of a record: non-zero trace id,
 // span id and seq, a known type, a time (and a start, the time minus the
 // duration) that nanosecond timestamps hold, a version this build reads,
-// and numbers within their ranges (MaxTokens, MaxCostUSD,
-// MaxRecordDuration, MaxIteration, MaxDepth), so that every record a store
+// numbers within their ranges (MaxTokens, MaxCostUSD,
+// MaxRecordDuration, MaxIteration, MaxDepth), and a Session and User of
+// at most MaxSessionBytes of valid UTF-8 without NUL bytes (ids that
+// stores index), so that every record a store
 // accepts can be read back (trace.DecodeRecord) and summed. Backends call
 // it on every record before storing a batch.
 //
@@ -223,6 +225,11 @@ func checkRecord(r *trace.Record) (field string, err error) {
 		return "usage.cost_unknown", fmt.Errorf("usage.cost_unknown is true but cost_usd is %v; a call's cost is either known (cost_usd) or unknown (cost_unknown), drop one", u.CostUSD)
 	case r.Start().Year() < 1678:
 		return "duration_ns", fmt.Errorf("duration_ns %d puts the start (time minus duration) before the year 1678, which nanosecond timestamps cannot hold", int64(r.Duration))
+	}
+	for _, f := range [...]struct{ name, v string }{{"session", r.Session}, {"user", r.User}} {
+		if len(f.v) > MaxSessionBytes || !isText(f.v) {
+			return f.name, fmt.Errorf("%s is %d bytes or not valid UTF-8 without NUL bytes; it must be an id of at most %d bytes (trace.BoundID makes one)", f.name, len(f.v), MaxSessionBytes)
+		}
 	}
 	return "", nil
 }
@@ -312,24 +319,26 @@ func LostCount(r *trace.Record) int64 {
 // trace.Stats of the trace's stored records.
 type Summary struct {
 	ID            trace.TraceID `json:"trace_id"`
-	Name          string        `json:"name"`             // the root run's name
-	Started       time.Time     `json:"started"`          // the earliest record's time
-	Duration      time.Duration `json:"duration_ns"`      // the root run.end's duration, or last record minus Started while running
-	Status        string        `json:"status"`           // the termination reason of the root run, or StatusRunning or StatusIncomplete
-	Lost          int64         `json:"lost_records"`     // records the recorder lost (summed over trace.TypeDropped markers)
-	Incomplete    bool          `json:"incomplete"`       // records were lost, or the run never ended (StatusIncomplete)
-	Records       int           `json:"records"`          // records stored
-	Iterations    int           `json:"iterations"`       // steps of the root loop and its children
-	ModelCalls    int           `json:"model_calls"`      // model.call records
-	ToolCalls     int           `json:"tool_calls"`       // tool.end and tool.error records
-	InputTokens   int64         `json:"input_tokens"`     // summed over model calls
-	OutputTokens  int64         `json:"output_tokens"`    // summed over model calls
-	CostUSD       float64       `json:"cost_usd"`         // summed over the priced model calls
-	UnpricedCalls int           `json:"unpriced_calls"`   // model calls of unknown cost (no price), not in CostUSD; see CostKnown
-	Errors        int           `json:"errors"`           // as counted by trace.Stats
-	Tags          []string      `json:"tags,omitempty"`   // the root run's tags, sorted
-	Models        []string      `json:"models,omitempty"` // models called, sorted
-	Tools         []string      `json:"tools,omitempty"`  // tools called, sorted
+	Name          string        `json:"name"`              // the root run's name
+	Started       time.Time     `json:"started"`           // the earliest record's time
+	Duration      time.Duration `json:"duration_ns"`       // the root run.end's duration, or last record minus Started while running
+	Status        string        `json:"status"`            // the termination reason of the root run, or StatusRunning or StatusIncomplete
+	Lost          int64         `json:"lost_records"`      // records the recorder lost (summed over trace.TypeDropped markers)
+	Incomplete    bool          `json:"incomplete"`        // records were lost, or the run never ended (StatusIncomplete)
+	Records       int           `json:"records"`           // records stored
+	Iterations    int           `json:"iterations"`        // steps of the root loop and its children
+	ModelCalls    int           `json:"model_calls"`       // model.call records
+	ToolCalls     int           `json:"tool_calls"`        // tool.end and tool.error records
+	InputTokens   int64         `json:"input_tokens"`      // summed over model calls
+	OutputTokens  int64         `json:"output_tokens"`     // summed over model calls
+	CostUSD       float64       `json:"cost_usd"`          // summed over the priced model calls
+	UnpricedCalls int           `json:"unpriced_calls"`    // model calls of unknown cost (no price), not in CostUSD; see CostKnown
+	Errors        int           `json:"errors"`            // as counted by trace.Stats
+	Tags          []string      `json:"tags,omitempty"`    // the root run's tags, sorted
+	Session       string        `json:"session,omitempty"` // the session: that of the first stored record carrying one (trace.Record.Session)
+	User          string        `json:"user,omitempty"`    // the user: that of the first stored record carrying one
+	Models        []string      `json:"models,omitempty"`  // models called, sorted
+	Tools         []string      `json:"tools,omitempty"`   // tools called, sorted
 }
 
 // Tokens returns input plus output tokens, at most math.MaxInt64.
@@ -376,6 +385,8 @@ type Filter struct {
 	MinDuration time.Duration   // lasted at least
 	MaxDuration time.Duration   // lasted at most (0: no bound)
 	HasErrors   bool            // has at least one error
+	Session     string          // belongs to this session, exact (Summary.Session)
+	User        string          // is this user's, exact (Summary.User)
 }
 
 // PrefixRange returns the trace ids a hex prefix covers, as the inclusive

@@ -57,6 +57,8 @@ const (
 	FieldErrorText Field = "error"    // Record.Error: an error or guardrail message
 	FieldTag       Field = "tag"      // one of Record.Tags
 	FieldProvider  Field = "provider" // Record.Usage.Provider
+	FieldSession   Field = "session"  // Record.Session: a conversation id
+	FieldUser      Field = "user"     // Record.User: a user id
 )
 
 // IsValue reports whether f names a Value field (JSON) rather than a
@@ -166,10 +168,13 @@ func applyHooks(o *Options, r *Record, values bool) {
 		view.Status = redactString(f, view, FieldStatus, view.Status)
 		view.Error = redactString(f, view, FieldErrorText, view.Error)
 		view.Usage.Provider = redactString(f, view, FieldProvider, view.Usage.Provider)
+		view.Session = redactString(f, view, FieldSession, view.Session)
+		view.User = redactString(f, view, FieldUser, view.User)
 		for i, t := range view.Tags { // the copy capture made, shared with r
 			view.Tags[i] = f(view, FieldTag, t)
 		}
 		r.Name, r.Status, r.Error, r.Usage.Provider = view.Name, view.Status, view.Error, view.Usage.Provider
+		r.Session, r.User = view.Session, view.User
 	}
 	if f := o.Redact; f != nil && values {
 		r.Input = redact(f, view, FieldInput, r.Input)

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // TerminationReason says why a run ended.
@@ -57,8 +59,9 @@ type Options struct {
 	// provides both.
 	Redact func(r *Record, f Field, v Value) Value
 	// RedactString, if set, sees every string a record carries before it
-	// is recorded (FieldName, FieldStatus, FieldErrorText, FieldProvider and
-	// each of FieldTag) and returns what to keep; it runs whatever the
+	// is recorded (FieldName, FieldStatus, FieldErrorText, FieldProvider,
+	// FieldSession, FieldUser and each of FieldTag) and returns what to
+	// keep; it runs whatever the
 	// Capture policy, since names and errors are always kept. Set it with
 	// Redact (for example both from the redact package): a secret in an
 	// error message never passes through Redact. The same concurrency
@@ -136,6 +139,16 @@ type RunOptions struct {
 	Parent  SpanID   // the remote span this run is a child of
 	Data    any      // the loop's own state, returned by ExecutionContext.Data
 
+	// Session and User, if set, are recorded on run.start (Record.Session,
+	// Record.User): the conversation, or task across runs, the run belongs
+	// to, and whose it is. Stores group runs by them. Each is kept as at
+	// most MaxSessionBytes of valid UTF-8 without NUL bytes (longer ones
+	// are cut at a character boundary, invalid bytes become U+FFFD),
+	// which is what stores accept; Options.RedactString sees them
+	// (FieldSession, FieldUser).
+	Session string
+	User    string
+
 	// StreamOnly, if set, makes the run (and the runs nested in it) send
 	// its records to the tracer's sinks without keeping them: Records
 	// returns nil, and so do callers that return a run's records (such as
@@ -152,7 +165,7 @@ type RunOptions struct {
 //
 // The run's log is allocated up front for as many records as the smaller
 // of the tracer's last two root runs made (not at all for the first two
-// runs), and at most 16384 records (5 MB); it grows in small chunks past
+// runs), and at most 16384 records (5.5 MB); it grows in small chunks past
 // that. So one large run does not make the runs after it allocate for its
 // size, and a service running the same agent over and over allocates each
 // run's log once.
@@ -177,8 +190,27 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 	if n := min(t.lastRun.Load(), t.prevRun.Load()); n > 0 && !o.StreamOnly {
 		ec.records.head = make([]Record, 0, min(n, maxPresize))
 	}
-	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: slices.Clone(o.Tags), Time: ec.start})
+	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: slices.Clone(o.Tags),
+		Session: BoundID(o.Session), User: BoundID(o.User), Time: ec.start})
 	return NewContext(ctx, ec), ec
+}
+
+// MaxSessionBytes bounds a record's Session and User: they are ids, and
+// stores index them.
+const MaxSessionBytes = 256
+
+// BoundID returns s as an id a store accepts in Record.Session or
+// Record.User: invalid UTF-8 and NUL bytes become U+FFFD, and the result
+// is cut at a character boundary to at most MaxSessionBytes. An id that
+// needs nothing is returned as it is.
+func BoundID(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return TruncateUTF8(s, MaxSessionBytes)
 }
 
 type traceState struct {
@@ -669,7 +701,7 @@ type recordLog struct {
 }
 
 // maxPresize bounds the head a new run starts with, whatever the last runs
-// made: 16384 records of 312 bytes, 5 MB. Past the head a log grows in
+// made: 16384 records of 352 bytes, 5.5 MB. Past the head a log grows in
 // chunks without copying (Records copies it once), so a larger head would
 // save little. Since the head follows the smaller of the last two runs,
 // a small run pays for this bound only right after two runs at least that

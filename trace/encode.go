@@ -106,6 +106,14 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
+	if r.Session != "" {
+		b = append(b, `,"session":`...)
+		b = appendJSONString(b, r.Session)
+	}
+	if r.User != "" {
+		b = append(b, `,"user":`...)
+		b = appendJSONString(b, r.User)
+	}
 	return append(b, '}')
 }
 
@@ -223,6 +231,8 @@ type wireRecord struct {
 	Thinking  json.RawMessage `json:"thinking"`
 	Usage     Usage           `json:"usage"`
 	Tags      []string        `json:"tags"`
+	Session   string          `json:"session"`
+	User      string          `json:"user"`
 }
 
 // FieldError reports a record field that could not be decoded.
@@ -296,6 +306,7 @@ func DecodeRecord(data []byte) (Record, error) {
 	}
 	r.Name, r.Iteration, r.Depth, r.Duration = w.Name, w.Iteration, w.Depth, time.Duration(w.Duration)
 	r.Status, r.Error, r.Usage, r.Tags = w.Status, w.Error, w.Usage, w.Tags
+	r.Session, r.User = w.Session, w.User
 	r.Input, r.Output, r.Thinking = rawValue(w.Input), rawValue(w.Output), rawValue(w.Thinking)
 	return r, nil
 }

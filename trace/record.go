@@ -16,7 +16,7 @@ type Type string
 // The record types. Start/end pairs share a span id; point events get a span
 // of their own whose parent is the span they happened in.
 const (
-	TypeRunStart       Type = "run.start"       // a root run began: Name, Input, Tags
+	TypeRunStart       Type = "run.start"       // a root run began: Name, Input, Tags, Session, User
 	TypeRunEnd         Type = "run.end"         // it ended: Status (TerminationReason), Output, Error, Duration
 	TypeIterationStart Type = "iteration.start" // loop iteration Iteration began
 	TypeIterationEnd   Type = "iteration.end"   // it ended: Status (loop action), Duration
@@ -143,6 +143,14 @@ type Record struct {
 	Thinking  Value         `json:"thinking,omitempty"`    // JSON: a model's reasoning text, when it shows it
 	Usage     Usage         `json:"usage,omitzero"`        // model.call: tokens and cost
 	Tags      []string      `json:"tags,omitempty"`        // run.start: labels to search by
+	// Session and User say which conversation (or task across runs) the
+	// trace belongs to and whose it is: set on run.start by the recorder
+	// (RunOptions.Session, RunOptions.User). Records imported from other
+	// formats may carry them on any record (an OpenTelemetry child span's
+	// session.id): a trace's session and user are those of the first
+	// record that carries one.
+	Session string `json:"session,omitempty"`
+	User    string `json:"user,omitempty"`
 }
 
 // Start returns when the operation a record describes began: Time minus

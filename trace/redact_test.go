@@ -177,7 +177,8 @@ func TestRedactSeesEveryString(t *testing.T) {
 			})
 			v := trace.Text("in " + secret)
 			err := errors.New("failed with " + secret)
-			ctx, ec := tr.Start(context.Background(), "run-"+secret, trace.RunOptions{Input: v, Tags: []string{"tag:" + secret}})
+			ctx, ec := tr.Start(context.Background(), "run-"+secret, trace.RunOptions{Input: v, Tags: []string{"tag:" + secret},
+				Session: "conv-" + secret, User: "user-" + secret})
 			ec.StartIteration()
 			ec.ToolCall("tool-"+secret, v, v, time.Millisecond, err)
 			ec.ModelCall(trace.ModelCall{Model: "m", Input: v, Output: v, Thinking: v, FinishReason: "stop-" + secret,
@@ -199,7 +200,8 @@ func TestRedactSeesEveryString(t *testing.T) {
 					t.Errorf("recorded %s", b)
 				}
 			}
-			for _, f := range []trace.Field{trace.FieldName, trace.FieldStatus, trace.FieldErrorText, trace.FieldTag, trace.FieldProvider} {
+			for _, f := range []trace.Field{trace.FieldName, trace.FieldStatus, trace.FieldErrorText, trace.FieldTag, trace.FieldProvider,
+				trace.FieldSession, trace.FieldUser} {
 				if seen[f] == 0 {
 					t.Errorf("RedactString never saw a secret in %s", f)
 				}

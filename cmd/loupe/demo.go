@@ -16,6 +16,7 @@ import (
 func newDemoCmd() *cobra.Command {
 	var dir, out string
 	var io, jsonOut, noStore bool
+	var session, user string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a sample agent offline and show its trace",
@@ -45,7 +46,7 @@ finds them.`,
 			}
 			// Block: the demo is short and every record should reach the store.
 			tracer := trace.New(trace.Options{Sinks: sinks, Dispatch: trace.DispatchOptions{OnFull: trace.Block}})
-			res, runErr := demo.Run(cmd.Context(), tracer, dir)
+			res, runErr := demo.RunSession(cmd.Context(), tracer, dir, session, user)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 10*time.Second)
 			defer cancel()
 			if err := tracer.Shutdown(ctx); err != nil {
@@ -70,5 +71,7 @@ finds them.`,
 	cmd.Flags().BoolVar(&io, "io", false, "print each span's input and output in the tree")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print records as JSON lines instead of a tree")
 	cmd.Flags().BoolVar(&noStore, "no-store", false, "do not record the run into the trace store")
+	cmd.Flags().StringVar(&session, "session", "", "record the run as part of this session (conversation)")
+	cmd.Flags().StringVar(&user, "user", "", "record the run as this user's")
 	return cmd
 }

@@ -54,6 +54,7 @@ func newRootCmd() *cobra.Command {
 		newEvalCmd(),
 		newDemoCmd(),
 		newTracesCmd(),
+		newSessionsCmd(),
 		newServeCmd(),
 		newKeysCmd(),
 		newPricesCmd(),

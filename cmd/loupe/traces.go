@@ -112,6 +112,8 @@ func criteriaFlags(cmd *cobra.Command, c *store.Criteria, search bool) {
 	f.StringArrayVar(&c.Tags, "tag", nil, "has this run tag, e.g. env:ci (repeatable; all must match)")
 	f.StringVar(&c.Model, "model", "", "called this model")
 	f.StringVar(&c.Tool, "tool", "", "called this tool")
+	f.StringVar(&c.Session, "session", "", "belongs to this session (conversation), exact")
+	f.StringVar(&c.User, "user", "", "is this user's, exact")
 	if search {
 		f.Var(typesValue{&c.Types}, "type", "record type, e.g. tool.error (repeatable; any matches)")
 		f.DurationVar(&c.MinDuration, "min-duration", 0, "trace lasted at least")

@@ -63,10 +63,17 @@ func Agent(tracer *trace.Tracer, dir string) (*agent.Executor, *agent.ReAct, err
 // its answer and trace. The error is for a demo that could not be built
 // or whose run failed; the Result is complete either way.
 func Run(ctx context.Context, tracer *trace.Tracer, dir string) (agent.Result, error) {
+	return RunSession(ctx, tracer, dir, "", "")
+}
+
+// RunSession is Run with the run recorded as part of session, for user
+// (agent.Executor.Session, User); empty strings set neither.
+func RunSession(ctx context.Context, tracer *trace.Tracer, dir, session, user string) (agent.Result, error) {
 	exec, loop, err := Agent(tracer, dir)
 	if err != nil {
 		return agent.Result{}, err
 	}
+	exec.Session, exec.User = session, user
 	res := exec.Run(ctx, loop, Task)
 	if res.Err != nil {
 		return res, fmt.Errorf("demo run ended with %s: %w", res.Termination, res.Err)

@@ -126,6 +126,15 @@ var readmeCommands = map[string]step{
 	"loupe keys create --scope ingest --name agents":                                                     {want: []string{"lk_"}},
 	"loupe serve --addr 0.0.0.0:4318 --grpc-addr 0.0.0.0:4317 --public-host loupe.internal --retain 30d": {skip: "listens on every interface of a shared host; cmd/loupe's tests run collectors with keys, retention and PostgreSQL"},
 	"curl -s http://127.0.0.1:4318/api/v1/retention":                                                     {want: []string{`"period":`, `"stats":`}},
+
+	// From traces to quality: group runs by session (the collector of the
+	// section before is still running).
+	"loupe demo --session conv-1 --user ada":                            {want: []string{"answer: "}},
+	"loupe sessions ls":                                                 {want: []string{"SESSION", "USER", "RUNS", "conv-1", "ada"}},
+	"loupe sessions show conv-1":                                        {want: []string{"session conv-1", "user ada", "2 runs", "  > What is 17%", "  · calculator(", "  < "}},
+	"loupe traces ls --session conv-1 --user ada":                       {want: []string{"SESSION", "conv-1", "demo"}},
+	"curl -s 'http://127.0.0.1:4318/api/v1/sessions?user=ada&since=7d'": {want: []string{`"sessions":[{"session":"conv-1","user":"ada","runs":2`}},
+	"curl -s  http://127.0.0.1:4318/api/v1/sessions/conv-1":             {want: []string{`"session":{"session":"conv-1"`, `"turns":[{"summary":`}},
 }
 
 // TestREADMEShellCommands runs the commands of README.md's ```sh blocks,

@@ -42,18 +42,28 @@ import (
 // duration, status (with "N lost" when the recorder lost records of the
 // trace), steps (iterations, or model calls for runs without an iteration
 // loop), tool calls, tokens (in/out), cost ("$0.0123 + ?" or "unknown"
-// when some calls have no price) and errors.
+// when some calls have no price) and errors. When a trace of sums
+// belongs to a session, a SESSION column follows the name.
 func Table(w io.Writer, sums []store.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSTARTED\tDURATION\tSTATUS\tSTEPS\tTOOLS\tTOKENS\tCOST\tERRORS")
+	withSession := slices.ContainsFunc(sums, func(s store.Summary) bool { return s.Session != "" })
+	if withSession {
+		fmt.Fprint(tw, "ID\tNAME\tSESSION\tSTARTED\tDURATION\tSTATUS\tSTEPS\tTOOLS\tTOKENS\tCOST\tERRORS\n")
+	} else {
+		fmt.Fprintln(tw, "ID\tNAME\tSTARTED\tDURATION\tSTATUS\tSTEPS\tTOOLS\tTOKENS\tCOST\tERRORS")
+	}
 	for i := range sums {
 		s := &sums[i]
 		steps := s.Iterations
 		if steps == 0 {
 			steps = s.ModelCalls
 		}
+		name := orDash(s.Name)
+		if withSession {
+			name += "\t" + orDash(cell(s.Session))
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\n",
-			s.ID.String()[:12], orDash(s.Name), s.Started.UTC().Format("2006-01-02 15:04:05"),
+			s.ID.String()[:12], name, s.Started.UTC().Format("2006-01-02 15:04:05"),
 			console.Duration(s.Duration), status(s), steps, s.ToolCalls,
 			tokens(s.InputTokens, s.OutputTokens), cost(s.CostUSD, s.UnpricedCalls), s.Errors)
 	}

@@ -57,7 +57,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -160,6 +160,21 @@ var migrations = []string{
 	INSERT INTO records (id, trace_id, seq, ts, type, doc, tsv) SELECT id, trace_id, seq, ts, type, doc, tsv FROM records_v4;
 	SELECT setval('records_id_seq_v5', coalesce((SELECT max(id) FROM records_v4), 0) + 1, false);
 	DROP TABLE records_v4;`,
+
+	// 6: each trace's session and user (trace.Record.Session, User), with
+	// an index for each. Traces stored before get them from the tags
+	// that OTLP ingest used to write for them ("session:ID", "user:ID",
+	// the first in tag order); others have none.
+	`ALTER TABLE traces ADD COLUMN session_id text NOT NULL DEFAULT '';
+	ALTER TABLE traces ADD COLUMN user_id text NOT NULL DEFAULT '';
+	UPDATE traces SET
+		session_id = COALESCE((SELECT substr(g.tag, 9) FROM trace_tags g
+			WHERE g.trace_id = traces.trace_id AND substr(g.tag, 1, 8) = 'session:' ORDER BY g.tag LIMIT 1), ''),
+		user_id = COALESCE((SELECT substr(g.tag, 6) FROM trace_tags g
+			WHERE g.trace_id = traces.trace_id AND substr(g.tag, 1, 5) = 'user:' ORDER BY g.tag LIMIT 1), '')
+		WHERE trace_id IN (SELECT g.trace_id FROM trace_tags g WHERE substr(g.tag, 1, 8) = 'session:' OR substr(g.tag, 1, 5) = 'user:');
+	CREATE INDEX traces_session ON traces (session_id, started) WHERE session_id <> '';
+	CREATE INDEX traces_user ON traces (user_id, started) WHERE user_id <> '';`,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.
@@ -170,7 +185,10 @@ type Store struct {
 	partitionsReady atomic.Int64
 }
 
-var _ store.RecordPager = (*Store)(nil)
+var (
+	_ store.RecordPager   = (*Store)(nil)
+	_ store.SessionLister = (*Store)(nil)
+)
 
 // Open connects to the PostgreSQL database at dsn (a postgres:// URL) and
 // applies pending migrations. A database with a newer schema than
@@ -432,6 +450,11 @@ func copyRows(rows []*trace.Record) pgx.CopyFromSource {
 
 // SetOptions implements store.Configurable.
 func (s *Store) SetOptions(o store.Options) { s.db.SetOptions(o) }
+
+// Sessions implements store.SessionLister.
+func (s *Store) Sessions(ctx context.Context, q store.SessionQuery) (store.SessionPage, error) {
+	return s.db.Sessions(ctx, q)
+}
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {

@@ -169,3 +169,47 @@ func TestLegacyNumbers(t *testing.T) {
 		},
 	})
 }
+
+// TestMigrateSessions opens a populated store at the schema version
+// before sessions: traces tagged with a session by OTLP ingest get it.
+func TestMigrateSessions(t *testing.T) {
+	const before = 5
+	dsn := freshSchema(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range postgres.Migrations[:before] {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec("INSERT INTO meta VALUES ('schema_version', $1)", fmt.Sprint(before)); err != nil {
+		t.Fatal(err)
+	}
+	tagged, untagged := storetest.MigratedSessions()
+	for _, recs := range [][]trace.Record{tagged, untagged} {
+		r := &recs[0]
+		if _, err := db.Exec("INSERT INTO traces (trace_id, name, started, last_time, status, records) VALUES ($1, $2, $3, $4, 'success', $5)",
+			r.TraceID[:], r.Name, r.Time.UnixNano(), recs[len(recs)-1].Time.UnixNano(), len(recs)); err != nil {
+			t.Fatal(err)
+		}
+		for _, tag := range r.Tags {
+			if _, err := db.Exec("INSERT INTO trace_tags (trace_id, tag) VALUES ($1, $2)", r.TraceID[:], tag); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range recs {
+			r := &recs[i]
+			if _, err := db.Exec("INSERT INTO records (trace_id, seq, ts, type, doc, tsv) VALUES ($1, $2, $3, $4, $5, to_tsvector('simple', ''))",
+				r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), r.AppendJSON(nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	storetest.CheckMigratedSessions(t, open(t, dsn))
+}

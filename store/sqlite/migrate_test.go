@@ -124,3 +124,54 @@ func TestMigrateFromV3(t *testing.T) {
 		t.Errorf("new trace: %d unpriced of %d calls, want all", tr.Summary.UnpricedCalls, tr.Summary.ModelCalls)
 	}
 }
+
+// TestMigrateSessions opens a populated store at the schema version
+// before sessions: traces tagged with a session by OTLP ingest get it.
+func TestMigrateSessions(t *testing.T) {
+	const before = 4
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v4.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range migrations[:before] {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec("INSERT INTO meta VALUES ('schema_version', ?)", before); err != nil {
+		t.Fatal(err)
+	}
+	tagged, untagged := storetest.MigratedSessions()
+	for _, recs := range [][]trace.Record{tagged, untagged} {
+		r := &recs[0]
+		// The summary rows as the schema before wrote them.
+		if _, err := db.Exec("INSERT INTO traces (trace_id, name, started, last_time, status, records) VALUES (?, ?, ?, ?, 'success', ?)",
+			r.TraceID[:], r.Name, r.Time.UnixNano(), recs[len(recs)-1].Time.UnixNano(), len(recs)); err != nil {
+			t.Fatal(err)
+		}
+		for _, tag := range r.Tags {
+			if _, err := db.Exec("INSERT INTO trace_tags (trace_id, tag) VALUES (?, ?)", r.TraceID[:], tag); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range recs {
+			r := &recs[i]
+			if _, err := db.Exec("INSERT INTO records (trace_id, seq, ts, type, doc) VALUES (?, ?, ?, ?, ?)",
+				r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), r.AppendJSON(nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckMigratedSessions(t, s)
+}

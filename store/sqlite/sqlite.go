@@ -39,7 +39,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -109,6 +109,20 @@ var migrations = []string{
 	// cost of the others. Records stored before have none.
 	`ALTER TABLE traces ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE trace_models ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;`,
+	// 5: each trace's session and user (trace.Record.Session, User), with
+	// an index for each. Traces stored before get them from the tags
+	// that OTLP ingest used to write for them ("session:ID", "user:ID",
+	// the first in tag order); others have none.
+	`ALTER TABLE traces ADD COLUMN session_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE traces ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+	UPDATE traces SET
+		session_id = COALESCE((SELECT substr(g.tag, 9) FROM trace_tags g
+			WHERE g.trace_id = traces.trace_id AND substr(g.tag, 1, 8) = 'session:' ORDER BY g.tag LIMIT 1), ''),
+		user_id = COALESCE((SELECT substr(g.tag, 6) FROM trace_tags g
+			WHERE g.trace_id = traces.trace_id AND substr(g.tag, 1, 5) = 'user:' ORDER BY g.tag LIMIT 1), '')
+		WHERE trace_id IN (SELECT g.trace_id FROM trace_tags g WHERE substr(g.tag, 1, 8) = 'session:' OR substr(g.tag, 1, 5) = 'user:');
+	CREATE INDEX traces_session ON traces (session_id, started) WHERE session_id <> '';
+	CREATE INDEX traces_user ON traces (user_id, started) WHERE user_id <> '';`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.
@@ -119,7 +133,10 @@ type Store struct {
 	stmts map[string]*sql.Stmt // prepared on wconn, by SQL text
 }
 
-var _ store.RecordPager = (*Store)(nil)
+var (
+	_ store.RecordPager   = (*Store)(nil)
+	_ store.SessionLister = (*Store)(nil)
+)
 
 // Path returns the file path of a SQLite DSN: dsn without a "file:"
 // prefix and without query parameters.
@@ -639,6 +656,11 @@ func multiRow(prefix string, cols, rows int, suffix string) string {
 
 // SetOptions implements store.Configurable.
 func (s *Store) SetOptions(o store.Options) { s.db.SetOptions(o) }
+
+// Sessions implements store.SessionLister.
+func (s *Store) Sessions(ctx context.Context, q store.SessionQuery) (store.SessionPage, error) {
+	return s.db.Sessions(ctx, q)
+}
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, id trace.TraceID) (*store.Trace, error) {

@@ -27,7 +27,9 @@ type Spec struct {
 	Steps    int    // loop iterations; default 2
 	Child    bool   // spawn a nested run
 	Reason   trace.TerminationReason
-	InputTok int64 // per model call; default 100
+	InputTok int64  // per model call; default 100
+	Session  string // the run's session (trace.RunOptions.Session)
+	User     string // the run's user
 }
 
 // Gen records the run s describes with a real tracer and returns its
@@ -64,7 +66,8 @@ func Gen(s Spec) []trace.Record {
 		return t
 	}
 	tr := trace.New(trace.Options{Now: clock, Dispatch: trace.DispatchOptions{Inline: true}})
-	ctx, ec := tr.Start(context.Background(), s.Name, trace.RunOptions{Input: trace.Text("question about " + s.Name), Tags: s.Tags})
+	ctx, ec := tr.Start(context.Background(), s.Name, trace.RunOptions{Input: trace.Text("question about " + s.Name), Tags: s.Tags,
+		Session: s.Session, User: s.User})
 	ec.MemorySet(trace.ScopeParam, "top_k", trace.JSON(5))
 	ec.MemorySet(trace.ScopeGlobal, "lang", trace.Text("en"))
 	for i := 1; i <= s.Steps; i++ {

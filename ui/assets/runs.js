@@ -2,8 +2,9 @@
 // `loupe traces search` (/api/v1/search), cursor pagination and new runs
 // arriving live from /api/v1/stream.
 import { el, api, showError, watchStream, clip, fmtDur, fmtCost, fmtInt, fmtTime } from './dom.js';
+import { sessionLink } from './sessions.js';
 
-const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'errors'];
+const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'errors', 'session', 'user'];
 
 export function statusBadge(s) {
   const cls = s === 'success' ? 'ok' : s === 'running' ? 'live' : s === 'incomplete' ? 'warn' : 'bad';
@@ -14,7 +15,8 @@ function row(t) {
   const tokens = (t.input_tokens || 0) + (t.output_tokens || 0);
   const lost = [t.lost_records ? `${t.lost_records} lost` : '', t.incomplete ? 'incomplete' : ''].filter(Boolean).join(', ');
   return el('tr', { 'data-trace': t.trace_id },
-    el('td', {}, el('a', { href: '#/run/' + encodeURIComponent(t.trace_id), className: 'runlink', title: clip(t.name, 1000) }, clip(t.name || '(unnamed)', 80))),
+    el('td', {}, el('a', { href: '#/run/' + encodeURIComponent(t.trace_id), className: 'runlink', title: clip(t.name, 1000) }, clip(t.name || '(unnamed)', 80)),
+      t.session ? [' ', el('span', { className: 'session-tag' }, '⤷ ', sessionLink(t.session))] : ''),
     el('td', {}, statusBadge(t.status)),
     el('td', {}, fmtTime(t.started)),
     el('td', { className: 'num' }, fmtDur(t.duration_ns)),

@@ -288,6 +288,15 @@ func Where(b *Builder, f *store.Filter, cutoff int64) []string {
 	if f.HasErrors {
 		c = append(c, "t.errors > 0")
 	}
+	// The "<> ''" terms, implied by the equality, let the databases use
+	// the partial indexes on these columns, whose predicate they are: a
+	// planner cannot tell that a bound parameter is not ''.
+	if f.Session != "" {
+		c = append(c, "t.session_id <> '' AND t.session_id = "+b.Arg(f.Session))
+	}
+	if f.User != "" {
+		c = append(c, "t.user_id <> '' AND t.user_id = "+b.Arg(f.User))
+	}
 	return c
 }
 
@@ -337,7 +346,7 @@ func badCursor(c string) error {
 // that follows them in the statement.
 func summaryCols(b *Builder, cutoff int64) string {
 	return "t.trace_id, t.name, t.started, " + DurationExpr + ", " + statusExpr(b, cutoff) +
-		", t.records, t.iterations, t.model_calls, t.tool_calls, t.input_tokens, t.output_tokens, t.cost, t.unpriced, t.errors, t.lost"
+		", t.records, t.iterations, t.model_calls, t.tool_calls, t.input_tokens, t.output_tokens, t.cost, t.unpriced, t.errors, t.lost, t.session_id, t.user_id"
 }
 
 func scanSummary(sc interface{ Scan(...any) error }) (store.Summary, error) {
@@ -345,7 +354,7 @@ func scanSummary(sc interface{ Scan(...any) error }) (store.Summary, error) {
 	var id []byte
 	var started, dur int64
 	if err := sc.Scan(&id, &s.Name, &started, Sum(&dur), &s.Status, &s.Records, &s.Iterations, &s.ModelCalls, &s.ToolCalls,
-		Sum(&s.InputTokens), Sum(&s.OutputTokens), Cost(&s.CostUSD), &s.UnpricedCalls, &s.Errors, Sum(&s.Lost)); err != nil {
+		Sum(&s.InputTokens), Sum(&s.OutputTokens), Cost(&s.CostUSD), &s.UnpricedCalls, &s.Errors, Sum(&s.Lost), &s.Session, &s.User); err != nil {
 		return s, err
 	}
 	s.Incomplete = s.Lost > 0 || s.Status == store.StatusIncomplete
@@ -1068,6 +1077,10 @@ type TraceDelta struct {
 	Lost    int64         // records lost, summed over trace.TypeDropped markers (store.LostCount)
 	Stats   trace.Stats
 	Tags    []string
+	Session string // the session of the new record of lowest seq that has one
+	User    string // the user of the new record of lowest seq that has one
+
+	sessionSeq, userSeq uint64 // the seqs of the records Session and User came from
 }
 
 // Deltas folds the newly stored records into per-trace deltas, sorted by
@@ -1086,6 +1099,14 @@ func Deltas(added []*trace.Record) []*TraceDelta {
 		d.Started, d.Last = min(d.Started, start), max(d.Last, t)
 		d.Stats.Add(r)
 		d.Lost = addCount(d.Lost, store.LostCount(r))
+		// The batch's order differs between backends (PostgreSQL sorts
+		// it): seq decides which record is first.
+		if r.Session != "" && (d.Session == "" || r.Seq < d.sessionSeq) {
+			d.Session, d.sessionSeq = r.Session, r.Seq
+		}
+		if r.User != "" && (d.User == "" || r.Seq < d.userSeq) {
+			d.User, d.userSeq = r.User, r.Seq
+		}
 		if r.Depth == 0 {
 			switch r.Type {
 			case trace.TypeRunStart:
@@ -1138,7 +1159,11 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 		least, greatest = "LEAST", "GREATEST"
 	}
 	traceSQL := "INSERT INTO traces AS t (trace_id, name, started, last_time, run_duration, status, records, iterations, model_calls, tool_calls, " +
-		"input_tokens, output_tokens, cost, unpriced, errors, lost) VALUES %s ON CONFLICT (trace_id) DO UPDATE SET " +
+		"input_tokens, output_tokens, cost, unpriced, errors, lost, session_id, user_id) VALUES %s ON CONFLICT (trace_id) DO UPDATE SET " +
+		// A trace's session and user are the first stored: a later batch
+		// fills them only while they are empty.
+		"session_id = CASE WHEN t.session_id = '' THEN excluded.session_id ELSE t.session_id END, " +
+		"user_id = CASE WHEN t.user_id = '' THEN excluded.user_id ELSE t.user_id END, " +
 		"name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE t.name END, " +
 		"started = " + least + "(t.started, excluded.started), last_time = " + greatest + "(t.last_time, excluded.last_time), " +
 		"run_duration = COALESCE(excluded.run_duration, t.run_duration), " +
@@ -1160,7 +1185,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 	// (trace, tool) or (trace, tag) occurs once in ds, so no statement
 	// touches a row twice (which PostgreSQL refuses).
 	var traces, models, tools, tags rowSet
-	traces.cols, models.cols, tools.cols, tags.cols = 16, 10, 5, 2
+	traces.cols, models.cols, tools.cols, tags.cols = 18, 10, 5, 2
 	for _, t := range ds {
 		s := &t.Stats
 		status := t.Status
@@ -1172,7 +1197,7 @@ func (d *Dialect) ApplyDeltas(ctx context.Context, exec Execer, ds []*TraceDelta
 			runDur = t.RunDur.Int64
 		}
 		traces.add(t.ID[:], t.Name, t.Started, t.Last, runDur, status, s.Records, s.Iterations, s.ModelCalls, s.ToolCalls,
-			s.InputTokens, s.OutputTokens, s.CostUSD, s.UnpricedCalls, s.Errors, t.Lost)
+			s.InputTokens, s.OutputTokens, s.CostUSD, s.UnpricedCalls, s.Errors, t.Lost, t.Session, t.User)
 		for _, name := range slices.Sorted(maps.Keys(s.ByModel)) {
 			m := s.ByModel[name]
 			models.add(t.ID[:], name, m.Calls, m.Errors, m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens, m.CostUSD, m.UnpricedCalls)
@@ -1252,4 +1277,72 @@ func Validate(recs []trace.Record) error {
 		}
 	}
 	return nil
+}
+
+// Sessions implements store.SessionLister over the traces table's
+// session_id and user_id columns.
+func (db *DB) Sessions(ctx context.Context, q store.SessionQuery) (store.SessionPage, error) {
+	if err := q.Validate(); err != nil {
+		return store.SessionPage{}, err
+	}
+	// Two steps in one statement: the page of sessions, found from the
+	// (session_id, started) index alone when only time bounds the runs
+	// (no table row is read to order them); then the totals of those
+	// sessions only, through the same index.
+	b := db.D.NewBuilder()
+	conds := func() []string {
+		c := []string{"t.session_id <> ''"}
+		if q.User != "" {
+			c = append(c, "t.user_id <> '' AND t.user_id = "+b.Arg(q.User))
+		}
+		if !q.Since.IsZero() {
+			c = append(c, "t.started >= "+b.Arg(q.Since.UnixNano()))
+		}
+		if !q.Until.IsZero() {
+			c = append(c, "t.started < "+b.Arg(q.Until.UnixNano()))
+		}
+		return c
+	}
+	pageSQL := "SELECT t.session_id AS sid, MAX(t.started) AS latest FROM traces t" + where(conds()) + " GROUP BY t.session_id"
+	if q.Cursor != "" {
+		ts, tie, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return store.SessionPage{}, err
+		}
+		pageSQL += " HAVING MAX(t.started) < " + b.Arg(ts) + " OR (MAX(t.started) = " + b.Arg(ts) + " AND t.session_id < " + b.Arg(tie) + ")"
+	}
+	limit := limitOf(q.Limit)
+	pageSQL += " ORDER BY latest DESC, sid DESC LIMIT " + b.Arg(limit+1)
+	query := "WITH page AS (" + pageSQL + ") " +
+		"SELECT p.sid, MAX(t.user_id), COUNT(*), MIN(t.started), MAX(t.last_time), p.latest, " +
+		db.D.Sum("t.input_tokens") + ", " + db.D.Sum("t.output_tokens") + ", SUM(" + CostExpr("t.cost") + "), " +
+		"CAST(SUM(t.unpriced) AS BIGINT), CAST(SUM(t.errors) AS BIGINT), " +
+		"CAST(SUM(CASE WHEN t.errors > 0 OR t.status NOT IN ('success', 'running') THEN 1 ELSE 0 END) AS BIGINT) " +
+		"FROM page p JOIN traces t ON t.session_id = p.sid" + where(conds()) +
+		" GROUP BY p.sid, p.latest ORDER BY p.latest DESC, p.sid DESC"
+	rows, err := db.SQL.QueryContext(ctx, query, b.Args...)
+	if err != nil {
+		return store.SessionPage{}, fmt.Errorf("list sessions in %s: %w", db.Name, err)
+	}
+	defer rows.Close()
+	var page store.SessionPage
+	for rows.Next() {
+		var s store.SessionSummary
+		var first, last, lastStarted int64
+		if err := rows.Scan(&s.ID, &s.User, &s.Runs, &first, &last, &lastStarted, Sum(&s.InputTokens), Sum(&s.OutputTokens),
+			Cost(&s.CostUSD), &s.UnpricedCalls, &s.Errors, &s.ErrorRuns); err != nil {
+			return store.SessionPage{}, fmt.Errorf("list sessions in %s: %w", db.Name, err)
+		}
+		s.First, s.Last, s.LastStarted = time.Unix(0, first).UTC(), time.Unix(0, last).UTC(), time.Unix(0, lastStarted).UTC()
+		page.Sessions = append(page.Sessions, s)
+	}
+	if err := rows.Err(); err != nil {
+		return store.SessionPage{}, fmt.Errorf("list sessions in %s: %w", db.Name, err)
+	}
+	if len(page.Sessions) > limit {
+		page.Sessions = page.Sessions[:limit]
+		last := page.Sessions[limit-1]
+		page.Next = encodeCursor(last.LastStarted.UnixNano(), last.ID)
+	}
+	return page, nil
 }
