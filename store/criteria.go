@@ -32,6 +32,9 @@ type Criteria struct {
 	// Types are record types, any of them (type:); "" is ignored. They
 	// select records, so only Query carries them; Filter checks them.
 	Types []trace.Type
+	// Scores are conditions on the trace's scores (score:), all of
+	// which must hold.
+	Scores []ScoreCond
 	// Evaluations includes the traces that hold evaluation results
 	// (TagEvaluation) in what AgentRuns and AgentRunsQuery select.
 	Evaluations bool
@@ -129,6 +132,13 @@ func (c Criteria) Query(q Query, now time.Time) (Query, error) {
 		}
 		q.Types = append(q.Types, t)
 	}
+	q.Scores = slices.Clip(q.Scores)
+	for _, sc := range c.Scores {
+		if err := sc.validate(); err != nil {
+			return Query{}, err
+		}
+		q.Scores = append(q.Scores, sc)
+	}
 	if c.Errors {
 		if err := once("has", q.HasErrors); err != nil {
 			return Query{}, err
@@ -177,6 +187,9 @@ func (c *Criteria) check() error {
 	}
 	for _, t := range c.Types {
 		text(string(t))
+	}
+	for _, sc := range c.Scores {
+		text(sc.Name + sc.Category)
 	}
 	for _, set := range [...]bool{c.Errors, c.MinDuration > 0, c.MaxDuration > 0} {
 		if set {

@@ -376,6 +376,7 @@ type Filter struct {
 	MinDuration time.Duration   // lasted at least
 	MaxDuration time.Duration   // lasted at most (0: no bound)
 	HasErrors   bool            // has at least one error
+	Scores      []ScoreCond     // has a score satisfying each (Scorer backends)
 }
 
 // PrefixRange returns the trace ids a hex prefix covers, as the inclusive

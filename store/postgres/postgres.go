@@ -48,7 +48,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -118,6 +118,28 @@ var migrations = []string{
 	// cost of the others. Records stored before have none.
 	`ALTER TABLE traces ADD COLUMN unpriced integer NOT NULL DEFAULT 0;
 	ALTER TABLE trace_models ADD COLUMN unpriced integer NOT NULL DEFAULT 0;`,
+	// 5: scores given to traces, spans and sessions, and the kind of
+	// every score name (see store.Scorer).
+	`CREATE TABLE scores (
+		id text PRIMARY KEY,
+		trace_id bytea,
+		span_id bytea,
+		session text NOT NULL DEFAULT '',
+		name text NOT NULL,
+		kind text NOT NULL,
+		value double precision NOT NULL DEFAULT 0,
+		category text NOT NULL DEFAULT '',
+		comment text NOT NULL DEFAULT '',
+		source text NOT NULL,
+		author text NOT NULL DEFAULT '',
+		rule text NOT NULL DEFAULT '',
+		ts bigint NOT NULL
+	);
+	CREATE INDEX scores_trace ON scores (trace_id, ts) WHERE trace_id IS NOT NULL;
+	CREATE INDEX scores_session ON scores (session, ts) WHERE session <> '';
+	CREATE INDEX scores_name ON scores (name, ts);
+	CREATE INDEX scores_ts ON scores (ts, id);
+	CREATE TABLE score_names (name text PRIMARY KEY, kind text NOT NULL);`,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.

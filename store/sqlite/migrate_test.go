@@ -124,3 +124,31 @@ func TestMigrateFromV3(t *testing.T) {
 		t.Errorf("new trace: %d unpriced of %d calls, want all", tr.Summary.UnpricedCalls, tr.Summary.ModelCalls)
 	}
 }
+
+// TestMigrateScores upgrades a populated store of schema version 4 (the
+// one before scores) and checks its traces and the new scores.
+func TestMigrateScores(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v4.db")
+	storetest.CheckScoresMigration(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}, func(t *testing.T) {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if SchemaVersion != 5 || !strings.Contains(migrations[4], "CREATE TABLE scores") {
+			t.Fatalf("migration 5 is not the scores migration any more; downgrade differently")
+		}
+		for _, q := range []string{"DROP TABLE scores", "DROP TABLE score_names", "UPDATE meta SET value = '4' WHERE key = 'schema_version'"} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

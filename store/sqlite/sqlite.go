@@ -39,7 +39,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -109,6 +109,28 @@ var migrations = []string{
 	// cost of the others. Records stored before have none.
 	`ALTER TABLE traces ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE trace_models ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;`,
+	// 5: scores given to traces, spans and sessions, and the kind of
+	// every score name (see store.Scorer).
+	`CREATE TABLE scores (
+		id TEXT PRIMARY KEY,
+		trace_id BLOB,
+		span_id BLOB,
+		session TEXT NOT NULL DEFAULT '',
+		name TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		value REAL NOT NULL DEFAULT 0,
+		category TEXT NOT NULL DEFAULT '',
+		comment TEXT NOT NULL DEFAULT '',
+		source TEXT NOT NULL,
+		author TEXT NOT NULL DEFAULT '',
+		rule TEXT NOT NULL DEFAULT '',
+		ts INTEGER NOT NULL
+	) WITHOUT ROWID;
+	CREATE INDEX scores_trace ON scores (trace_id, ts) WHERE trace_id IS NOT NULL;
+	CREATE INDEX scores_session ON scores (session, ts) WHERE session <> '';
+	CREATE INDEX scores_name ON scores (name, ts);
+	CREATE INDEX scores_ts ON scores (ts, id);
+	CREATE TABLE score_names (name TEXT PRIMARY KEY, kind TEXT NOT NULL) WITHOUT ROWID;`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.

@@ -288,6 +288,7 @@ func Where(b *Builder, f *store.Filter, cutoff int64) []string {
 	if f.HasErrors {
 		c = append(c, "t.errors > 0")
 	}
+	c = append(c, scoreWhere(b, f.Scores)...)
 	return c
 }
 
@@ -894,7 +895,7 @@ func (db *DB) deleteChunk(ctx context.Context, tx *sql.Tx, ids []trace.TraceID) 
 		return 0, 0, err
 	}
 	nr, _ := res.RowsAffected()
-	for _, table := range []string{"trace_tags", "trace_models", "trace_tools"} {
+	for _, table := range []string{"trace_tags", "trace_models", "trace_tools", "scores"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE trace_id IN "+in, b.Args...); err != nil {
 			return 0, 0, err
 		}
