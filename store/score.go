@@ -326,8 +326,12 @@ type Scorer interface {
 	ScoreStats(ctx context.Context, q ScoreStatsQuery) ([]ScoreStats, error)
 }
 
-// MaxScoreLimit is the most scores one page of Scores holds.
-const MaxScoreLimit = 1000
+// DefaultScoreLimit and MaxScoreLimit are the scores one page of Scores
+// holds when ScoreFilter.Limit is 0, and at most.
+const (
+	DefaultScoreLimit = 100
+	MaxScoreLimit     = 1000
+)
 
 // Validate checks f before a store runs it: at most MaxFilterIDs trace
 // ids, SpanID only with TraceIDs, a valid name, source and rule, a limit

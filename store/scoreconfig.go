@@ -185,7 +185,8 @@ var ErrNoScores = errors.New("this store does not keep scores (it does not imple
 
 // AddScores adds scores to st the way every handler does (the HTTP API,
 // the CLI, loupe eval): a score without a kind takes its name's, from the
-// name's config or from the scores stored under it; a score of a
+// name's config or from the scores stored under it, and a new name is
+// categorical when the score has a category, else numeric; a score of a
 // configured name must fit the config (ScoreConfig.Check); then
 // Scorer.AddScores stores them. Errors about a score are *ScoreErrors.
 // A store that is not a Scorer gives ErrNoScores.
@@ -222,8 +223,10 @@ func AddScores(ctx context.Context, st Store, scores []Score) ([]Score, error) {
 				}
 				s.Kind = kinds[s.Name]
 			}
-			if s.Kind == "" {
-				return nil, &ScoreError{Index: i, Field: "kind", Err: fmt.Errorf("kind is empty and score %s has no config or earlier scores to take it from; give numeric, boolean or categorical", s.Name)}
+			if s.Kind == "" && s.Category != "" {
+				s.Kind = ScoreCategorical
+			} else if s.Kind == "" {
+				s.Kind = ScoreNumeric
 			}
 		}
 		if configured {

@@ -82,7 +82,6 @@ func TestAddScoresConfigured(t *testing.T) {
 		{store.Score{TraceID: id, Name: "helpfulness", Value: 1.5, Source: store.SourceAPI}, "value"},
 		{store.Score{TraceID: id, Name: "helpfulness", Kind: store.ScoreBoolean, Value: 1, Source: store.SourceAPI}, "kind"},
 		{store.Score{TraceID: id, Name: "label", Category: "meh", Source: store.SourceAPI}, "category"},
-		{store.Score{TraceID: id, Name: "unknown", Value: 1, Source: store.SourceAPI}, "kind"},
 	} {
 		_, err := store.AddScores(ctx, st, []store.Score{tt.s})
 		var se *store.ScoreError

@@ -222,7 +222,7 @@ func (db *DB) Scores(ctx context.Context, f store.ScoreFilter) (store.ScorePage,
 	}
 	limit := f.Limit
 	if limit == 0 {
-		limit = store.DefaultLimit
+		limit = store.DefaultScoreLimit
 	}
 	rows, err := db.SQL.QueryContext(ctx, "SELECT "+scoreCols+" FROM scores s"+where(c)+" ORDER BY s.ts DESC, s.id DESC LIMIT "+b.Arg(limit+1), b.Args...)
 	if err != nil {
