@@ -54,6 +54,7 @@ func newRootCmd() *cobra.Command {
 		newEvalCmd(),
 		newDemoCmd(),
 		newTracesCmd(),
+		newScoresCmd(),
 		newServeCmd(),
 		newKeysCmd(),
 		newPricesCmd(),
