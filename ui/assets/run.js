@@ -6,6 +6,7 @@ import { el, api, showError, watchStream, clip, fmtDur, fmtCost, fmtInt, fmtTime
 import { canDelete } from './session.js';
 import { jsonView } from './json.js';
 import { statusBadge } from './runs.js';
+import { annotatePanel } from './annotate.js';
 
 const ROW = 22;      // px per row; .row's height in style.css
 const OVERSCAN = 8;  // rows drawn above and below the view
@@ -131,6 +132,7 @@ async function load(main, id, params, signal, setStream) {
   if (!sel && params.get('seq')) sel = m.bySeq.get(Number(params.get('seq')));
   view.refresh();
   view.select(sel || m.roots[0], !!sel);
+  main.insertBefore(annotatePanel(s.trace_id, () => view.sel && { id: view.sel.id, name: view.sel.name, root: !view.sel.p }, signal), tabs);
   main.dataset.loaded = 'true';
   main.dataset.drawMs = String(Math.round(performance.now() - t0));
 
@@ -263,6 +265,7 @@ class TreeView {
     this.draw();
     this.details.replaceChildren(...spanDetails(n, this.m));
     history.replaceState(null, '', `#/run/${encodeURIComponent(this.traceID)}?span=${encodeURIComponent(n.id)}`);
+    document.dispatchEvent(new CustomEvent('loupe:span-selected'));
   }
   key(e) {
     const n = this.sel; if (!n) return;
