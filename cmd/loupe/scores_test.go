@@ -56,6 +56,14 @@ func TestScoresCommands(t *testing.T) {
 		t.Errorf("search score:thumbs=false:\n%s", out)
 	}
 
+	var listed store.ListPage
+	if err := json.Unmarshal([]byte(mustRun(t, db, "traces", "ls", "--json", "--score", "helpfulness>0.5")), &listed); err != nil || len(listed.Traces) != 1 || listed.Traces[0].ID.String() != other {
+		t.Errorf("traces ls --score helpfulness>0.5: %+v, %v", listed.Traces, err)
+	}
+	if _, _, err := run(t, db, "traces", "ls", "--score", "helpfulness"); err == nil || !strings.Contains(err.Error(), "NAME<OP>VALUE") {
+		t.Errorf("traces ls --score helpfulness: %v", err)
+	}
+
 	if out := mustRun(t, db, "scores", "rm", got.ID, "00000000000000000000000000000000"); out != "deleted 1 scores (1 of the ids are not stored)\n" {
 		t.Errorf("rm: %q", out)
 	}
