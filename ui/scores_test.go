@@ -2,6 +2,8 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -52,9 +54,16 @@ func TestAnnotateByKeyboard(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#annotate-give`)), waitLoaded(`#annotate[data-added="3"]`))
 	tb.screenshot(t, "annotate")
 
-	page, err := e.st.(store.Scorer).Scores(ctx, store.ScoreFilter{TraceIDs: nil, Limit: 100})
+	// Stored: read back through the API.
+	resp, err := http.Get(e.ts.URL + "/api/v1/scores?trace=" + id.String())
 	if err != nil {
 		t.Fatal(err)
+	}
+	var page store.ScorePage
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /api/v1/scores: %d, %v", resp.StatusCode, err)
 	}
 	byName := map[string][]store.Score{}
 	for _, s := range page.Scores {

@@ -7,6 +7,7 @@
 //   Escape (in the comment) back to the span tree
 import { el, showError, clip, fmtTime } from './dom.js';
 import { addScore, scoresOf, configs, valueText } from './scores.js';
+import { canDelete } from './session.js';
 
 export const THUMBS = 'thumbs';
 
@@ -40,6 +41,11 @@ export function annotatePanel(id, selected, signal) {
     el('div', { className: 'annotate-bar' }, el('strong', {}, 'Annotate'), target, toggle, up, down, form, comment,
       el('span', { className: 'muted keys' }, 'keys: + − thumbs · c comment · a run/span')),
     table, none);
+  // Adding scores takes an admin key in the UI (its sign-in takes read
+  // and admin keys; read keys only read): a read key sees the scores.
+  const mayScore = canDelete();
+  if (!mayScore) panel.querySelector('.annotate-bar').replaceChildren(el('strong', {}, 'Scores'),
+    el('span', { className: 'muted' }, 'sign in with an admin key to annotate'));
 
   let cfgs = new Map();
   const valueInput = () => {
@@ -93,7 +99,7 @@ export function annotatePanel(id, selected, signal) {
     if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); comment.blur(); const t = document.getElementById('tree'); if (t) t.focus(); }
   });
   document.addEventListener('keydown', e => {
-    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!mayScore || e.ctrlKey || e.metaKey || e.altKey) return;
     const t = e.target;
     if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable)) return;
     switch (e.key) {
