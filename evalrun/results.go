@@ -3,6 +3,8 @@ package evalrun
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loupe-dev/loupe/eval"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -70,12 +73,14 @@ func Save(ctx context.Context, st store.Store, rep *Report, now func() time.Time
 		Input: trace.JSON(map[string]any{"files": files, "target": rep.Target, "mode": rep.Mode.String(), "threshold": rep.Threshold}),
 		Tags:  tags,
 	})
-	for _, res := range rep.Results {
+	spans := make([]trace.SpanID, len(rep.Results))
+	for i, res := range rep.Results {
 		// The judge calls that graded the case are model.call records
 		// under its result record, so `loupe traces show` of the
 		// evaluation shows each prompt, answer, tokens and cost next to
 		// the grade; the row names their span ids.
 		span := trace.NewSpanID()
+		spans[i] = span
 		ec.Record(trace.Record{Type: trace.TypeCustom, Name: ResultRecord, SpanID: span, Output: trace.JSON(NewRow(rep, res, RowOptions{}))})
 		for _, r := range judgeRecords(res, span) {
 			ec.Record(r)
@@ -86,7 +91,77 @@ func Save(ctx context.Context, st store.Store, rep *Report, now func() time.Time
 	if _, err := st.Append(ctx, ec.Records()); err != nil {
 		return trace.TraceID{}, fmt.Errorf("storing the evaluation results: %w", err)
 	}
+	if err := saveScores(ctx, st, rep, ec.TraceID(), spans, now); err != nil {
+		return ec.TraceID(), fmt.Errorf("the results are stored as trace %s, but not their scores: %w", ec.TraceID(), err)
+	}
 	return ec.TraceID(), nil
+}
+
+// The scores Save gives every graded case, when the store keeps scores
+// (store.Scorer): ScorePass, true when the case passed and false when it
+// failed or could not run, and ScoreValue, the case's score from 0 to 1.
+// They go to the case's trace when its run has one, else to the case's
+// result record in the results trace. Skipped cases get none.
+const (
+	ScorePass  = "eval.pass"
+	ScoreValue = "eval.score"
+)
+
+// saveScores stores the scores of rep's cases, source eval, with ids
+// derived from the results trace, the case and the name, so that saving
+// the same results again stores nothing twice.
+func saveScores(ctx context.Context, st store.Store, rep *Report, results trace.TraceID, spans []trace.SpanID, now func() time.Time) error {
+	if _, ok := st.(store.Scorer); !ok {
+		return nil
+	}
+	if now == nil {
+		now = time.Now
+	}
+	var scores []store.Score
+	for i, res := range rep.Results {
+		v := res.Result.Verdict
+		if v == eval.Skip {
+			continue
+		}
+		target, span := results, spans[i]
+		if res.Run != nil && !res.Run.TraceID.IsZero() {
+			target, span = res.Run.TraceID, trace.SpanID{}
+		}
+		t := res.Time
+		if t.IsZero() {
+			t = now()
+		}
+		pass := 0.0
+		if v == eval.Pass {
+			pass = 1
+		}
+		comment := strings.ReplaceAll(strings.ToValidUTF8(fmt.Sprintf("case %s: %s", res.Case.ID, v), "\uFFFD"), "\x00", " ")
+		comment = trace.TruncateUTF8(comment, store.MaxScoreCommentBytes)
+		for _, s := range []store.Score{
+			{Name: ScorePass, Kind: store.ScoreBoolean, Value: pass},
+			{Name: ScoreValue, Kind: store.ScoreNumeric, Value: min(max(res.Result.Score, -store.MaxScoreValue), store.MaxScoreValue)},
+		} {
+			s.ID = scoreID(results, i, s.Name)
+			s.TraceID, s.SpanID, s.Time = target, span, t
+			s.Source, s.Author, s.Comment = store.SourceEval, ResultsRunName, comment
+			scores = append(scores, s)
+		}
+	}
+	for len(scores) > 0 {
+		n := min(len(scores), store.MaxScoreBatch)
+		if _, err := store.AddScores(ctx, st, scores[:n]); err != nil {
+			return err
+		}
+		scores = scores[n:]
+	}
+	return nil
+}
+
+// scoreID is the id of a case's score: a hash of the results trace, the
+// case's position and the score's name.
+func scoreID(results trace.TraceID, i int, name string) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%s", results, i, name))
+	return hex.EncodeToString(sum[:16])
 }
 
 // StoredResult is one evaluation's result for a trace, as ResultsFor finds

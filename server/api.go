@@ -33,6 +33,13 @@ func criteria(q url.Values) (store.Criteria, error) {
 	for _, t := range q["type"] {
 		c.Types = append(c.Types, trace.Type(t))
 	}
+	for _, v := range q["score"] {
+		sc, err := store.ParseScoreCond(v)
+		if err != nil {
+			return c, err
+		}
+		c.Scores = append(c.Scores, sc)
+	}
 	if v := q.Get("evaluations"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/loupe-dev/loupe/store"
 )
 
 // FuzzDecodeRecords: the /v1/records decoder never panics, and what it
@@ -54,6 +56,35 @@ func FuzzIngest(f *testing.F) {
 			srv.ServeHTTP(w, req)
 			if w.Code >= 500 {
 				t.Fatalf("%s %q: %d %s", path, ctype, w.Code, w.Body.String())
+			}
+		}
+	})
+}
+
+// FuzzDecodeScores: the POST /api/v1/scores decoder never panics, every
+// error names a field, and what it accepts survives the store's
+// validation or is refused with a *store.ScoreError, never anything
+// else.
+func FuzzDecodeScores(f *testing.F) {
+	f.Add([]byte(`{"scores":[{"trace_id":"01010000000000000000000000000000","name":"q","value":0.5}]}`))
+	f.Add([]byte(`{"scores":[{"session":"s","name":"thumbs","value":true,"source":"human","comment":"ok"}]}`))
+	f.Add([]byte(`{"scores":[{"trace_id":"01","span_id":"zz","name":"a b","category":"x","value":"1"}]}`))
+	f.Add([]byte(`{"scores":[{"name":"x","value":1e400}]} []`))
+	f.Add([]byte(`{"scores":null,"x":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		scores, err := DecodeScores(b)
+		if err != nil {
+			fe, ok := err.(*fieldError)
+			if !ok || fe.Field == "" {
+				t.Fatalf("DecodeScores error %v (%T) names no field", err, err)
+			}
+			return
+		}
+		for i := range scores {
+			if err := store.ValidateScore(i, &scores[i]); err != nil {
+				if _, ok := err.(*store.ScoreError); !ok {
+					t.Fatalf("ValidateScore error %v is a %T", err, err)
+				}
 			}
 		}
 	})

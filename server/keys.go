@@ -25,7 +25,7 @@ type Scope string
 
 // API key scopes.
 const (
-	ScopeIngest Scope = "ingest" // POST /v1/records and /v1/traces only
+	ScopeIngest Scope = "ingest" // POST /v1/records, /v1/traces and /api/v1/scores only
 	ScopeRead   Scope = "read"   // GET /api/v1/... only
 	ScopeAdmin  Scope = "admin"  // everything, deletion included
 )

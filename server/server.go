@@ -254,7 +254,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
-		for _, m := range []string{"GET", "POST", "DELETE"} {
+		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			r2 := r.Clone(r.Context())
 			r2.Method = m
 			if _, pat := bare.Handler(r2); pat != "" {
@@ -363,6 +363,12 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/session", scopeRead, cheap, s.getSession},
 		{"POST /api/v1/session", scopeNone, cheap, s.postSession},
 		{"DELETE /api/v1/session", scopeNone, cheap, s.deleteSession},
+		{"POST /api/v1/scores", scopeIngest, cheap, s.postScores},
+		{"GET /api/v1/scores", scopeRead, light, s.listScores},
+		{"DELETE /api/v1/scores/{id}", scopeAdmin, cheap, s.deleteScore},
+		{"GET /api/v1/scores/stats", scopeRead, light, s.scoreStats},
+		{"GET /api/v1/score-configs", scopeRead, cheap, s.getScoreConfigs},
+		{"PUT /api/v1/score-configs", scopeAdmin, cheap, s.putScoreConfig},
 	}
 }
 

@@ -35,6 +35,10 @@ type Criteria struct {
 	// Session and User select the traces of one session and of one user
 	// (session:, user:), exact.
 	Session, User string
+
+	// Scores are conditions on the trace's scores (score:), all of
+	// which must hold.
+	Scores []ScoreCond
 	// Evaluations includes the traces that hold evaluation results
 	// (TagEvaluation) in what AgentRuns and AgentRunsQuery select.
 	Evaluations bool
@@ -132,6 +136,13 @@ func (c Criteria) Query(q Query, now time.Time) (Query, error) {
 		}
 		q.Types = append(q.Types, t)
 	}
+	q.Scores = slices.Clip(q.Scores)
+	for _, sc := range c.Scores {
+		if err := sc.validate(); err != nil {
+			return Query{}, err
+		}
+		q.Scores = append(q.Scores, sc)
+	}
 	if c.Errors {
 		if err := once("has", q.HasErrors); err != nil {
 			return Query{}, err
@@ -180,6 +191,9 @@ func (c *Criteria) check() error {
 	}
 	for _, t := range c.Types {
 		text(string(t))
+	}
+	for _, sc := range c.Scores {
+		text(sc.Name + sc.Category)
 	}
 	for _, set := range [...]bool{c.Errors, c.MinDuration > 0, c.MaxDuration > 0} {
 		if set {

@@ -14,7 +14,7 @@ import (
 
 // QueryKeys lists the filters ParseQuery understands, in the order
 // Query.String writes them.
-var QueryKeys = []string{"id", "name", "status", "since", "until", "tag", "model", "tool", "type", "min_duration", "max_duration", "has", "session", "user"}
+var QueryKeys = []string{"id", "name", "status", "since", "until", "tag", "model", "tool", "type", "min_duration", "max_duration", "has", "session", "user", "score"}
 
 // The limits of a query, which ParseQuery and the stores (through
 // Filter.Validate and Query.Validate) enforce before any SQL is built:
@@ -75,6 +75,14 @@ func (f *Filter) Validate() error {
 		{"session", f.Session}, {"user", f.User}} {
 		if !isText(v.s) {
 			return queryErrorf("filter: %s %q is not valid UTF-8 text without NUL bytes", v.name, v.s)
+		}
+	}
+	if len(f.Scores) > MaxQueryTerms {
+		return queryErrorf("filter: %d score conditions are more than the limit of %d", len(f.Scores), MaxQueryTerms)
+	}
+	for _, c := range f.Scores {
+		if err := c.validate(); err != nil {
+			return err
 		}
 	}
 	for _, tags := range [...][]string{f.Tags, f.WithoutTags} {
@@ -147,6 +155,9 @@ func ParseQuery(s string) (Query, error) { return ParseQueryAt(s, time.Now()) }
 //	min_duration:D max_duration:D  trace duration bounds (Go durations, or Nd)
 //	has:errors          traces with at least one error
 //	session:ID user:ID  the trace's session / user, exact
+//	score:NAME<OP>VALUE a score of the trace (repeatable; all must match): OP is
+//	                    = != < <= > >=, VALUE a number, true/false, or (= and !=)
+//	                    a category: score:helpfulness>=0.8 score:thumbs=false score:label=good
 //
 // A value may be quoted: tool:"web search". Any other term is free text: a
 // word, or a "quoted phrase" (\" and \\ escape inside quotes). A bare term
@@ -201,7 +212,7 @@ func parseQuery(s string, now time.Time) (Query, error) {
 		}
 		key, v := tok.key, tok.val
 		switch key {
-		case "id", "tag", "type":
+		case "id", "tag", "type", "score":
 		default:
 			if seen[key] {
 				return Query{}, fmt.Errorf("query: %s: given twice; give each filter once", key)
@@ -263,6 +274,12 @@ func parseQuery(s string, now time.Time) (Query, error) {
 			q.Session = v
 		case "user":
 			q.User = v
+		case "score":
+			c, err := parseScoreCond(v)
+			if err != nil {
+				return Query{}, fmt.Errorf("query: score:%s: %w", v, err)
+			}
+			q.Scores = append(q.Scores, c)
 		}
 	}
 	return q, nil
@@ -468,6 +485,9 @@ func (q Query) String() string {
 	}
 	if q.User != "" {
 		add("user", q.User)
+	}
+	for _, c := range q.Scores {
+		add("score", c.String())
 	}
 	for _, p := range q.Phrases {
 		parts = append(parts, quote(p))

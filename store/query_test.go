@@ -157,6 +157,7 @@ func FuzzParseQuery(f *testing.F) {
 	for _, s := range []string{
 		`tool:search type:tool.error status:error model:gpt-4o tag:env:ci since:24h "exact phrase" free words`,
 		`tool:"web search" has:errors min_duration:1m30s`, `"a \"b\" c\\"`, "12:30 ü:x", `since:2025-01-02T03:04:05+01:00`,
+		"score:helpfulness<0.5 score:thumbs=false", `score:label=good score:"a:b>=0.8" score:"tone!=very calm"`, "score:x>=1e15 score:y<=-2",
 	} {
 		f.Add(s)
 	}

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -42,6 +42,11 @@ const (
 	MaxScoreCategoryBytes = 256
 	MaxScoreCommentBytes  = 16 << 10
 	MaxScoreAuthorBytes   = 256
+	// MaxScoreValue bounds the magnitude of a numeric score, so that
+	// sums and means over many scores stay finite in every database.
+	MaxScoreValue = 1e15
+	// MaxScoreBatch bounds the scores of one AddScores call.
+	MaxScoreBatch = 1000
 )
 
 // A Score is a named value given to a trace, to one span of a trace, or
@@ -114,16 +119,16 @@ func checkScore(s *Score) (string, error) {
 		return "session", errors.New("both trace_id and session are set; give a score to one of them")
 	case s.TraceID.IsZero() && !s.SpanID.IsZero():
 		return "span_id", errors.New("span_id is set without trace_id; a span is named by its trace and span ids")
-	case len(s.Session) > MaxSessionBytes || !utf8.ValidString(s.Session):
-		return "session", fmt.Errorf("session is not valid UTF-8 of at most %d bytes", MaxSessionBytes)
+	case len(s.Session) > MaxSessionBytes || !isText(s.Session):
+		return "session", fmt.Errorf("session is not valid UTF-8 without NUL bytes of at most %d bytes", MaxSessionBytes)
 	}
 	if err := checkScoreName(s.Name); err != nil {
 		return "name", err
 	}
 	switch s.Kind {
 	case ScoreNumeric:
-		if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
-			return "value", fmt.Errorf("value %v is not a finite number", s.Value)
+		if !(s.Value >= -MaxScoreValue && s.Value <= MaxScoreValue) {
+			return "value", fmt.Errorf("value %v is not a number from -%g to %g", s.Value, MaxScoreValue, MaxScoreValue)
 		}
 		if s.Category != "" {
 			return "category", errors.New("category is set on a numeric score; use kind categorical")
@@ -159,8 +164,8 @@ func checkScore(s *Score) (string, error) {
 		{"author", s.Author, MaxScoreAuthorBytes},
 		{"rule", s.Rule, MaxScoreNameBytes},
 	} {
-		if len(f.v) > f.max || !utf8.ValidString(f.v) {
-			return f.name, fmt.Errorf("%s is not valid UTF-8 of at most %d bytes", f.name, f.max)
+		if len(f.v) > f.max || !isText(f.v) {
+			return f.name, fmt.Errorf("%s is not valid UTF-8 without NUL bytes of at most %d bytes", f.name, f.max)
 		}
 	}
 	if s.ID != "" && !validScoreID(s.ID) {
@@ -231,17 +236,81 @@ type ScoreStats struct {
 	// Mean of Value (numeric and boolean kinds: a boolean's mean is its
 	// share of true).
 	Mean float64 `json:"mean"`
-	// Categories counts each category of a categorical score.
+	// Categories counts each category of a categorical score, and the
+	// "true" and "false" of a boolean one.
 	Categories map[string]int64 `json:"categories,omitempty"`
+	// Min and Max are the smallest and largest values of a numeric
+	// score; Histogram counts its values in ScoreBins equal bins from Min
+	// to Max (all in the first when Min equals Max). They are zero for
+	// other kinds.
+	Min       float64 `json:"min,omitempty"`
+	Max       float64 `json:"max,omitempty"`
+	Histogram []int64 `json:"histogram,omitempty"`
+	// Trend is the mean per time bucket, oldest first, buckets without
+	// scores left out; only when ScoreStatsQuery.Bucket is set.
+	Trend []ScoreBucket `json:"trend,omitempty"`
+}
+
+// ScoreBins is the number of bins of ScoreStats.Histogram.
+const ScoreBins = 10
+
+// MaxScoreBuckets bounds the buckets of a trend (ScoreStatsQuery).
+const MaxScoreBuckets = 1000
+
+// ScoreStatsQuery selects the scores that ScoreStats summarizes.
+type ScoreStatsQuery struct {
+	Name  string    // one score name; empty for every name
+	Since time.Time // Time ≥ Since; required with Bucket
+	Until time.Time // Time < Until; zero means now
+	// Bucket is the width of the trend's time buckets; 0 means no trend.
+	// At most MaxScoreBuckets buckets may lie between Since and Until.
+	Bucket time.Duration
+}
+
+// Validate checks q: a valid name if any, and a trend of at most
+// MaxScoreBuckets buckets over a bounded range. The error is a
+// *QueryError.
+func (q *ScoreStatsQuery) Validate(now time.Time) error {
+	if q.Name != "" {
+		if err := checkScoreName(q.Name); err != nil {
+			return &QueryError{Err: fmt.Errorf("score stats: %w", err)}
+		}
+	}
+	if q.Bucket < 0 {
+		return queryErrorf("score stats: bucket %s is negative", q.Bucket)
+	}
+	if q.Bucket == 0 {
+		return nil
+	}
+	if q.Since.IsZero() {
+		return queryErrorf("score stats: a trend (bucket %s) needs since", q.Bucket)
+	}
+	until := q.Until
+	if until.IsZero() {
+		until = now
+	}
+	if n := until.Sub(q.Since) / q.Bucket; n >= MaxScoreBuckets {
+		return queryErrorf("score stats: %s to %s in buckets of %s are more than %d buckets; widen the bucket", q.Since.Format(time.RFC3339), until.Format(time.RFC3339), q.Bucket, MaxScoreBuckets)
+	}
+	return nil
+}
+
+// A ScoreBucket is one time bucket of a score's trend.
+type ScoreBucket struct {
+	Start time.Time `json:"start"` // the bucket is [Start, Start+Bucket)
+	Count int64     `json:"count"`
+	Mean  float64   `json:"mean"` // mean of Value (0 for a categorical score)
 }
 
 // A Scorer is a Store that keeps scores beside its traces. The SQLite and
 // PostgreSQL backends implement it. Methods are safe for concurrent use.
+// Deleting or pruning a trace deletes its scores.
 type Scorer interface {
 	// AddScores validates (ValidateScore) and stores scores in one
 	// transaction, assigning IDs and times where they are empty, and
-	// returns them as stored. A score whose ID is already stored is
-	// skipped. A score whose kind differs from the kind its name already
+	// returns the scores it stored, in the order given. A score whose ID
+	// is already stored (or given twice in the batch) is skipped and not
+	// returned: the first write wins. A score whose kind differs from the kind its name already
 	// has is refused with a *ScoreError (Field "kind"); on any error no
 	// score of the batch is stored.
 	AddScores(ctx context.Context, scores []Score) ([]Score, error)
@@ -252,4 +321,104 @@ type Scorer interface {
 	DeleteScores(ctx context.Context, ids ...string) (int, error)
 	// ScoreKinds returns the kind of every score name in the store.
 	ScoreKinds(ctx context.Context) (map[string]ScoreKind, error)
+	// ScoreStats summarizes the scores of traces and sessions that q
+	// selects, per name, sorted by name. A bad q is a *QueryError.
+	ScoreStats(ctx context.Context, q ScoreStatsQuery) ([]ScoreStats, error)
+}
+
+// DefaultScoreLimit and MaxScoreLimit are the scores one page of Scores
+// holds when ScoreFilter.Limit is 0, and at most.
+const (
+	DefaultScoreLimit = 100
+	MaxScoreLimit     = 1000
+)
+
+// Validate checks f before a store runs it: at most MaxFilterIDs trace
+// ids, SpanID only with TraceIDs, a valid name, source and rule, a limit
+// from 0 to MaxScoreLimit. The error is a *QueryError naming the field.
+func (f *ScoreFilter) Validate() error {
+	switch {
+	case len(f.TraceIDs) > MaxFilterIDs:
+		return queryErrorf("scores: %d trace ids are more than the limit of %d", len(f.TraceIDs), MaxFilterIDs)
+	case !f.SpanID.IsZero() && len(f.TraceIDs) == 0:
+		return queryErrorf("scores: a span id is given without its trace id")
+	case f.Limit < 0 || f.Limit > MaxScoreLimit:
+		return queryErrorf("scores: limit %d is not within 0 and %d", f.Limit, MaxScoreLimit)
+	case !isText(f.Session) || len(f.Session) > MaxSessionBytes:
+		return queryErrorf("scores: session is not valid UTF-8 text of at most %d bytes", MaxSessionBytes)
+	case !isText(f.Rule) || len(f.Rule) > MaxScoreNameBytes:
+		return queryErrorf("scores: rule is not valid UTF-8 text of at most %d bytes", MaxScoreNameBytes)
+	}
+	if f.Name != "" {
+		if err := checkScoreName(f.Name); err != nil {
+			return &QueryError{Err: fmt.Errorf("scores: %w", err)}
+		}
+	}
+	switch f.Source {
+	case "", SourceHuman, SourceAPI, SourceEval, SourceOnline:
+	default:
+		return queryErrorf("scores: source %q is not one of human, api, eval, online", f.Source)
+	}
+	return nil
+}
+
+// NewScoreID returns a random score id: 32 lowercase hex digits.
+func NewScoreID() string {
+	id := trace.NewTraceID()
+	return id.String()
+}
+
+// ParseScoreValue reads a score's value as a person types it (the CLI,
+// the search language): for kind boolean, true/false, yes/no, 1/0 or
+// +/-; for numeric, a finite number; for categorical, the text itself.
+// With kind empty the kind is guessed: true or false is a boolean, a
+// number is numeric, anything else a category. It returns the kind and
+// sets Value or Category of s accordingly.
+func ParseScoreValue(kind ScoreKind, text string, s *Score) error {
+	b, isBool := parseBool(text)
+	n, err := strconv.ParseFloat(text, 64)
+	isNum := err == nil && !math.IsNaN(n) && !math.IsInf(n, 0)
+	if kind == "" {
+		switch {
+		case text == "true" || text == "false":
+			kind = ScoreBoolean
+		case isNum:
+			kind = ScoreNumeric
+		default:
+			kind = ScoreCategorical
+		}
+	}
+	s.Kind, s.Value, s.Category = kind, 0, ""
+	switch kind {
+	case ScoreBoolean:
+		if !isBool {
+			return fmt.Errorf("value %q of boolean score %s: want true or false", text, s.Name)
+		}
+		if b {
+			s.Value = 1
+		}
+	case ScoreNumeric:
+		if !isNum {
+			return fmt.Errorf("value %q of numeric score %s: want a finite number", text, s.Name)
+		}
+		s.Value = n
+	case ScoreCategorical:
+		if text == "" {
+			return fmt.Errorf("value of categorical score %s is empty: want a category", s.Name)
+		}
+		s.Category = text
+	default:
+		return fmt.Errorf("kind %q is not one of numeric, boolean, categorical", kind)
+	}
+	return nil
+}
+
+func parseBool(s string) (v, ok bool) {
+	switch strings.ToLower(s) {
+	case "true", "yes", "1", "+", "up":
+		return true, true
+	case "false", "no", "0", "-", "down":
+		return false, true
+	}
+	return false, false
 }

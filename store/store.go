@@ -387,6 +387,7 @@ type Filter struct {
 	HasErrors   bool            // has at least one error
 	Session     string          // belongs to this session, exact (Summary.Session)
 	User        string          // is this user's, exact (Summary.User)
+	Scores      []ScoreCond     // has a score satisfying each (Scorer backends)
 }
 
 // PrefixRange returns the trace ids a hex prefix covers, as the inclusive

@@ -177,6 +177,9 @@ func TestSignIn(t *testing.T) {
 	if eval[bool](t, tb, `!!document.querySelector('#delete-run')`) {
 		t.Error("a read key is offered deletion")
 	}
+	if got := eval[string](t, tb, `document.querySelector('#annotate .annotate-bar').textContent`); !strings.Contains(got, "sign in with an admin key") {
+		t.Errorf("a read key is offered annotation: %q", got)
+	}
 	// The server refuses it anyway.
 	if a := fetchFrom(t, tb, "DELETE", "/api/v1/traces/"+live.id.String()); a.Status != 403 {
 		t.Errorf("delete with a read session: %d %s", a.Status, a.Body)

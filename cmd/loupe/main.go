@@ -55,6 +55,8 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newTracesCmd(),
 		newSessionsCmd(),
+
+		newScoresCmd(),
 		newServeCmd(),
 		newKeysCmd(),
 		newPricesCmd(),

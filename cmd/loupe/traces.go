@@ -120,8 +120,25 @@ func criteriaFlags(cmd *cobra.Command, c *store.Criteria, search bool) {
 		f.DurationVar(&c.MaxDuration, "max-duration", 0, "trace lasted at most")
 	} else {
 		f.BoolVar(&c.Errors, "errors", false, "only traces with errors")
+		f.Var(scoresValue{&c.Scores}, "score", "has a score NAME<OP>VALUE, e.g. helpfulness>=0.8, thumbs=false, label=good (repeatable; all must match)")
 	}
 }
+
+// scoresValue is a repeatable flag of score conditions (store.ParseScoreCond).
+type scoresValue struct{ conds *[]store.ScoreCond }
+
+func (v scoresValue) String() string { return "" }
+
+func (v scoresValue) Set(s string) error {
+	c, err := store.ParseScoreCond(s)
+	if err != nil {
+		return err
+	}
+	*v.conds = append(*v.conds, c)
+	return nil
+}
+
+func (scoresValue) Type() string { return "stringArray" }
 
 // typesValue is a repeatable flag of record types, as a string array
 // flag reads them: one type per use, kept as given (store.Criteria checks

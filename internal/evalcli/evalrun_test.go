@@ -380,6 +380,19 @@ func TestStoreRoundTrip(t *testing.T) {
 	if none, err := evalrun.ResultsFor(ctx, st, trace.NewTraceID()); err != nil || len(none) != 0 {
 		t.Errorf("unknown trace: %v, %v", none, err)
 	}
+	// Each case's verdict and score are scores of its trace.
+	sp, err := st.Scores(ctx, store.ScoreFilter{TraceIDs: []trace.TraceID{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]store.Score{}
+	for _, s := range sp.Scores {
+		byName[s.Name] = s
+	}
+	if p, v := byName[evalrun.ScorePass], byName[evalrun.ScoreValue]; len(sp.Scores) != 2 || p.Kind != store.ScoreBoolean || p.Value != 1 ||
+		p.Source != store.SourceEval || v.Kind != store.ScoreNumeric || v.Value != got[0].Row.Score {
+		t.Errorf("scores of the graded trace: %+v", sp.Scores)
+	}
 	st.Close()
 
 	// Grade the stored runs again: they carry case:<id> tags, so they pair

@@ -135,6 +135,18 @@ var readmeCommands = map[string]step{
 	"loupe traces ls --session conv-1 --user ada":                       {want: []string{"SESSION", "conv-1", "demo"}},
 	"curl -s 'http://127.0.0.1:4318/api/v1/sessions?user=ada&since=7d'": {want: []string{`"sessions":[{"session":"conv-1","user":"ada","runs":2`}},
 	"curl -s  http://127.0.0.1:4318/api/v1/sessions/conv-1":             {want: []string{`"session":{"session":"conv-1"`, `"turns":[{"summary":`}},
+
+	// Score runs by hand or by API (the collector started above still runs).
+	`loupe scores add 2d9e96bf87fe thumbs true --comment "found the bug"`: {want: []string{"scored ", ": thumbs = true ("}},
+	"loupe scores add 2d9e96bf87fe helpfulness 0.8":                       {want: []string{": helpfulness = 0.8 ("}},
+	"loupe scores ls --trace 2d9e96bf87fe":                                {want: []string{"TARGET", "thumbs", "true", "found the bug", "helpfulness", "0.8", "human"}},
+	"loupe traces search 'score:thumbs=true type:run.start'":              {want: []string{"run.start", "demo"}},
+	`curl -s -X PUT http://127.0.0.1:4318/api/v1/score-configs -H 'Content-Type: application/json' -d '{"name":"helpfulness","kind":"numeric","min":0,"max":1,"description":"did the answer help"}'`: {
+		want: []string{`"name":"helpfulness"`, `"max":1`}},
+	`curl -s http://127.0.0.1:4318/api/v1/scores -H 'Content-Type: application/json' -d '{"scores":[{"trace_id":"<trace id>","name":"helpfulness","value":0.9,"comment":"clear"}]}'`: {
+		want: []string{`"name":"helpfulness"`, `"value":0.9`, `"source":"api"`, `"skipped":0`}},
+	"curl -s 'http://127.0.0.1:4318/api/v1/traces' --data-urlencode 'score=helpfulness>=0.8' -G": {want: []string{`"name":"demo"`}},
+	"curl -s 'http://127.0.0.1:4318/api/v1/scores/stats?since=7d'":                               {want: []string{`"name":"helpfulness"`, `"count":2`, `"name":"thumbs"`, `"trend":`}},
 }
 
 // TestREADMEShellCommands runs the commands of README.md's ```sh blocks,

@@ -57,7 +57,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -175,6 +175,29 @@ var migrations = []string{
 		WHERE trace_id IN (SELECT g.trace_id FROM trace_tags g WHERE substr(g.tag, 1, 8) = 'session:' OR substr(g.tag, 1, 5) = 'user:');
 	CREATE INDEX traces_session ON traces (session_id, started) WHERE session_id <> '';
 	CREATE INDEX traces_user ON traces (user_id, started) WHERE user_id <> '';`,
+
+	// 7: scores given to traces, spans and sessions, and the kind of
+	// every score name (see store.Scorer).
+	`CREATE TABLE scores (
+		id text PRIMARY KEY,
+		trace_id bytea,
+		span_id bytea,
+		session text NOT NULL DEFAULT '',
+		name text NOT NULL,
+		kind text NOT NULL,
+		value double precision NOT NULL DEFAULT 0,
+		category text NOT NULL DEFAULT '',
+		comment text NOT NULL DEFAULT '',
+		source text NOT NULL,
+		author text NOT NULL DEFAULT '',
+		rule text NOT NULL DEFAULT '',
+		ts bigint NOT NULL
+	);
+	CREATE INDEX scores_trace ON scores (trace_id, ts) WHERE trace_id IS NOT NULL;
+	CREATE INDEX scores_session ON scores (session, ts) WHERE session <> '';
+	CREATE INDEX scores_name ON scores (name, ts);
+	CREATE INDEX scores_ts ON scores (ts, id);
+	CREATE TABLE score_names (name text PRIMARY KEY, kind text NOT NULL);`,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.

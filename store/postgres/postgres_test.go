@@ -213,3 +213,28 @@ func TestMigrateSessions(t *testing.T) {
 	}
 	storetest.CheckMigratedSessions(t, open(t, dsn))
 }
+
+func TestScores(t *testing.T) {
+	storetest.CheckScores(t, func(t *testing.T) store.Store { return open(t, freshSchema(t)) })
+}
+
+// TestMigrateScores upgrades a populated store of schema version 6 (the
+// one before scores) and checks its traces and the new scores.
+func TestMigrateScores(t *testing.T) {
+	dsn := freshSchema(t)
+	storetest.CheckScoresMigration(t, func(t *testing.T) store.Store { return open(t, dsn) }, func(t *testing.T) {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if !strings.Contains(postgres.Migrations[6], "CREATE TABLE scores") {
+			t.Fatalf("migration 7 is not the scores migration any more; downgrade differently")
+		}
+		for _, q := range []string{"DROP TABLE scores", "DROP TABLE score_names", "UPDATE meta SET value = '6' WHERE key = 'schema_version'"} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -175,3 +175,31 @@ func TestMigrateSessions(t *testing.T) {
 	defer s.Close()
 	storetest.CheckMigratedSessions(t, s)
 }
+
+// TestMigrateScores upgrades a populated store of schema version 5 (the
+// one before scores) and checks its traces and the new scores.
+func TestMigrateScores(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v4.db")
+	storetest.CheckScoresMigration(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}, func(t *testing.T) {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if SchemaVersion != 6 || !strings.Contains(migrations[5], "CREATE TABLE scores") {
+			t.Fatalf("migration 6 is not the scores migration any more; downgrade differently")
+		}
+		for _, q := range []string{"DROP TABLE scores", "DROP TABLE score_names", "UPDATE meta SET value = '5' WHERE key = 'schema_version'"} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

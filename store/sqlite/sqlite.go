@@ -39,7 +39,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -123,6 +123,29 @@ var migrations = []string{
 		WHERE trace_id IN (SELECT g.trace_id FROM trace_tags g WHERE substr(g.tag, 1, 8) = 'session:' OR substr(g.tag, 1, 5) = 'user:');
 	CREATE INDEX traces_session ON traces (session_id, started) WHERE session_id <> '';
 	CREATE INDEX traces_user ON traces (user_id, started) WHERE user_id <> '';`,
+
+	// 6: scores given to traces, spans and sessions, and the kind of
+	// every score name (see store.Scorer).
+	`CREATE TABLE scores (
+		id TEXT PRIMARY KEY,
+		trace_id BLOB,
+		span_id BLOB,
+		session TEXT NOT NULL DEFAULT '',
+		name TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		value REAL NOT NULL DEFAULT 0,
+		category TEXT NOT NULL DEFAULT '',
+		comment TEXT NOT NULL DEFAULT '',
+		source TEXT NOT NULL,
+		author TEXT NOT NULL DEFAULT '',
+		rule TEXT NOT NULL DEFAULT '',
+		ts INTEGER NOT NULL
+	) WITHOUT ROWID;
+	CREATE INDEX scores_trace ON scores (trace_id, ts) WHERE trace_id IS NOT NULL;
+	CREATE INDEX scores_session ON scores (session, ts) WHERE session <> '';
+	CREATE INDEX scores_name ON scores (name, ts);
+	CREATE INDEX scores_ts ON scores (ts, id);
+	CREATE TABLE score_names (name TEXT PRIMARY KEY, kind TEXT NOT NULL) WITHOUT ROWID;`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.

@@ -84,3 +84,9 @@ func TestLegacyNumbers(t *testing.T) {
 func TestGroupAppender(t *testing.T) {
 	storetest.CheckGroupAppender(t, open(t, filepath.Join(t.TempDir(), "loupe.db")))
 }
+
+func TestScores(t *testing.T) {
+	storetest.CheckScores(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "loupe.db"))
+	})
+}

@@ -1,5 +1,6 @@
 // The dashboard (from /api/v1/aggregates, charts in SVG).
 import { el, api, showError, clip, fmtDur, fmtCost, fmtInt } from './dom.js';
+import { scoreCharts } from './scores.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 
@@ -42,6 +43,7 @@ export function dashboardPage(main, params) {
       chart('Tokens by model', hbars(Object.entries(a.by_model || {}).map(([k, v]) => [k, v.input_tokens + v.output_tokens, `${fmtInt(v.input_tokens)} in · ${fmtInt(v.output_tokens)} out`]))),
       chart('Slowest tools (mean duration)', hbars(Object.entries(a.by_tool || {}).map(([k, v]) => [k, v.calls ? v.total_ns / v.calls : 0, fmtDur(v.calls ? v.total_ns / v.calls : 0) + ` · ${v.calls} calls`]))),
       chart('Most-failing tools', hbars(Object.entries(a.by_tool || {}).filter(([, v]) => v.errors).map(([k, v]) => [k, v.errors, `${v.errors} of ${v.calls} calls`]), true)));
+    await scoreCharts(charts, mins, ctl.signal, { columns, hbars });
     main.dataset.loaded = 'true';
   })().catch(e => { if (!ctl.signal.aborted) showError(e); });
   return () => ctl.abort();

@@ -6,6 +6,7 @@ import { el, api, showError, watchStream, clip, fmtDur, fmtCost, fmtInt, fmtTime
 import { canDelete } from './session.js';
 import { jsonView } from './json.js';
 import { statusBadge } from './runs.js';
+import { annotatePanel } from './annotate.js';
 
 const ROW = 22;      // px per row; .row's height in style.css
 const OVERSCAN = 8;  // rows drawn above and below the view
@@ -169,6 +170,7 @@ async function load(main, id, params, signal, setStream) {
   let sel = wanted();
   view.refresh();
   view.select(sel || m.roots[0], !!sel);
+  main.insertBefore(annotatePanel(s.trace_id, () => view.sel && { id: view.sel.id, name: view.sel.name, root: !view.sel.p }, signal), tabs);
   main.dataset.loaded = 'true';
   main.dataset.drawMs = String(Math.round(performance.now() - t0));
 
@@ -314,6 +316,7 @@ class TreeView {
     this.details.replaceChildren(...spanDetails(n, this.m));
     if (n.recs.some(r => r.lean)) this.fetchValues(n);
     history.replaceState(null, '', `#/run/${encodeURIComponent(this.traceID)}?span=${encodeURIComponent(n.id)}`);
+    document.dispatchEvent(new CustomEvent('loupe:span-selected'));
   }
   // fetchValues fetches the values (input, output, thinking) of a span
   // whose records came without them, then shows them if it is still

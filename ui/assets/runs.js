@@ -3,8 +3,9 @@
 // arriving live from /api/v1/stream.
 import { el, api, showError, watchStream, clip, fmtDur, fmtCost, fmtInt, fmtTime } from './dom.js';
 import { sessionLink } from './sessions.js';
+import { columnsPicker, fillScoreColumns } from './scores.js';
 
-const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'errors', 'session', 'user'];
+const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'errors', 'session', 'user', 'score'];
 
 export function statusBadge(s) {
   const cls = s === 'success' ? 'ok' : s === 'running' ? 'live' : s === 'incomplete' ? 'warn' : 'bad';
@@ -42,7 +43,8 @@ function filterForm(params) {
     el('input', { name: 'tag', placeholder: 'tag', value: params.get('tag') || '', size: 8 }),
     el('input', { name: 'since', placeholder: 'since (24h)', value: params.get('since') || '', size: 8 }),
     el('label', {}, el('input', { name: 'errors', type: 'checkbox', checked: params.get('errors') === 'true' }), ' with errors'),
-    el('button', { type: 'submit' }, 'Apply'));
+    el('input', { name: 'score', placeholder: 'score (thumbs=false)', value: params.get('score') || '', size: 14, title: 'runs with a score: NAME<OP>VALUE, e.g. helpfulness>=0.8, thumbs=false, label=good' }),
+    el('button', { type: 'submit' }, 'Apply'), columnsPicker());
   f.addEventListener('submit', e => {
     e.preventDefault();
     const p = new URLSearchParams();
@@ -80,6 +82,7 @@ export function runsPage(main, params) {
       next = page.next || '';
       more.hidden = !next;
       empty.hidden = tbody.children.length > 0;
+      await fillScoreColumns(table, ctl.signal);
       main.dataset.loaded = 'true';
     } catch (e) { if (!ctl.signal.aborted) showError(e); }
   };
@@ -105,6 +108,7 @@ export function runsPage(main, params) {
         const r = row(page.traces[0]);
         if (old) old.replaceWith(r); else { r.className = 'new'; tbody.prepend(r); }
         empty.hidden = true;
+        await fillScoreColumns(table, ctl.signal);
       } catch (e) { if (!ctl.signal.aborted) console.warn('loupe: live update', e); }
     }, 250));
   });

@@ -297,6 +297,8 @@ func Where(b *Builder, f *store.Filter, cutoff int64) []string {
 	if f.User != "" {
 		c = append(c, "t.user_id <> '' AND t.user_id = "+b.Arg(f.User))
 	}
+
+	c = append(c, scoreWhere(b, f.Scores)...)
 	return c
 }
 
@@ -1001,7 +1003,7 @@ func (db *DB) deleteChunk(ctx context.Context, tx *sql.Tx, ids []trace.TraceID) 
 		return 0, 0, err
 	}
 	nr, _ := res.RowsAffected()
-	for _, table := range []string{"trace_tags", "trace_models", "trace_tools"} {
+	for _, table := range []string{"trace_tags", "trace_models", "trace_tools", "scores"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE trace_id IN "+in, b.Args...); err != nil {
 			return 0, 0, err
 		}
