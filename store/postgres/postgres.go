@@ -48,7 +48,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -117,7 +117,9 @@ var migrations = []string{
 	// 4: the model calls of unknown cost (no price), beside the summed
 	// cost of the others. Records stored before have none.
 	`ALTER TABLE traces ADD COLUMN unpriced integer NOT NULL DEFAULT 0;
-	ALTER TABLE trace_models ADD COLUMN unpriced integer NOT NULL DEFAULT 0;`,
+	ALTER TABLE trace_models ADD COLUMN unpriced integer NOT NULL DEFAULT 0;`,	// 5: evaluation datasets (immutable versions) and experiments
+	// (store.Datasets).
+	sqlstore.DatasetsPostgres,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.
