@@ -338,7 +338,7 @@ const (
 // routes is every endpoint; the OpenAPI test checks it against
 // openapi.json.
 func (s *Server) routes() []route {
-	return []route{
+	return append([]route{
 		{"GET /healthz", scopeNone, cheap, s.health},
 		{"POST /v1/records", scopeIngest, cheap, s.postRecords},
 		{"POST /v1/traces", scopeIngest, cheap, s.postOTLP},
@@ -356,7 +356,7 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/session", scopeRead, cheap, s.getSession},
 		{"POST /api/v1/session", scopeNone, cheap, s.postSession},
 		{"DELETE /api/v1/session", scopeNone, cheap, s.deleteSession},
-	}
+	}, s.datasetRoutes()...)
 }
 
 // wrap adds what every route gets: a recovered panic answers 500 instead
