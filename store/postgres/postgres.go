@@ -117,7 +117,8 @@ var migrations = []string{
 	// 4: the model calls of unknown cost (no price), beside the summed
 	// cost of the others. Records stored before have none.
 	`ALTER TABLE traces ADD COLUMN unpriced integer NOT NULL DEFAULT 0;
-	ALTER TABLE trace_models ADD COLUMN unpriced integer NOT NULL DEFAULT 0;`, // 5: evaluation datasets (immutable versions) and experiments
+	ALTER TABLE trace_models ADD COLUMN unpriced integer NOT NULL DEFAULT 0;`,
+	// 5: evaluation datasets (immutable versions) and experiments
 	// (store.Datasets).
 	sqlstore.DatasetsPostgres,
 }
