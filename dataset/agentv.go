@@ -19,6 +19,10 @@ import (
 // exported case keeps the id of the trace it came from.
 const TraceMetadataKey = "loupe_trace"
 
+// DefaultCriteria is the criteria Export writes for a case without any
+// (AgentV asks for one); Import reads it back as none.
+const DefaultCriteria = "The agent handles the input as the assertions describe."
+
 // yamlTest is one test of an exported file, keys in AgentV's order.
 type yamlTest struct {
 	ID             string            `yaml:"id"`
@@ -45,7 +49,7 @@ func Export(w io.Writer, description string, cases []Case) error {
 	for _, c := range cases {
 		t := yamlTest{ID: c.ID, Input: c.Input, Criteria: c.Criteria, ExpectedOutput: c.ExpectedOutput}
 		if t.Criteria == "" {
-			t.Criteria = "The agent handles the input as the assertions describe."
+			t.Criteria = DefaultCriteria
 		}
 		if c.Trace != "" {
 			t.Metadata = map[string]string{TraceMetadataKey: c.Trace}
@@ -152,6 +156,9 @@ func Import(name string, data []byte) ([]Case, error) {
 	for i, pc := range f.Cases {
 		rt := raw.Tests[i]
 		c := Case{ID: pc.ID, Input: pc.Input, Criteria: pc.Criteria, ExpectedOutput: pc.Reference}
+		if c.Criteria == DefaultCriteria {
+			c.Criteria = ""
+		}
 		if md, ok := rt["metadata"].(map[string]any); ok {
 			c.Trace, _ = md[TraceMetadataKey].(string)
 		}
