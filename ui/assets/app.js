@@ -3,6 +3,9 @@
 //   #/run/<id>?span=<sid>   one run, a span selected (or ?seq=<n>)
 //   #/dashboard?since=24h   aggregates
 //   #/evaluations           evaluation runs; #/evaluation/<id> one of them
+//   #/datasets              datasets; #/dataset/<name>?version=N one version
+//   #/experiments?dataset=  experiments; #/compare?a=&b= two compared;
+//   #/tracediff?a=&b=       two runs side by side, first divergence marked
 // On a collector that requires API keys, the sign-in form stands in for
 // every page until a key is given (session.js); the route is kept, so a
 // deep link opens after signing in.
@@ -12,6 +15,8 @@ import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { dashboardPage } from './dashboard.js';
 import { evaluationsPage, evaluationPage } from './evaluations.js';
+import { datasetsPage, datasetPage } from './datasets.js';
+import { experimentsPage, comparePage, traceDiffPage } from './experiments.js';
 
 let current = null; // the page's cleanup function (closes streams)
 let signedIn = false;
@@ -42,6 +47,11 @@ function route() {
     case 'dashboard': cleanup = dashboardPage(main, params); break;
     case 'evaluations': cleanup = evaluationsPage(main, params); break;
     case 'evaluation': cleanup = evaluationPage(main, parts[1] || ''); break;
+    case 'datasets': cleanup = datasetsPage(main); break;
+    case 'dataset': cleanup = datasetPage(main, parts[1] || '', params); break;
+    case 'experiments': cleanup = experimentsPage(main, params); break;
+    case 'compare': cleanup = comparePage(main, params); break;
+    case 'tracediff': cleanup = traceDiffPage(main, params); break;
     default: showError(`no such page: ${page}`);
   }
   current = cleanup || null;
