@@ -58,7 +58,7 @@ type Trajectory struct {
 	Mode string `json:"mode,omitempty"`
 	// ArgsMatch is the default argument rule: exact, superset, subset,
 	// ignore, or a list of dotted field paths; "" means exact.
-	ArgsMatch ArgsMatch `json:"args_match,omitempty"`
+	ArgsMatch ArgsMatch `json:"args_match,omitzero"`
 	// Expected are the expected calls.
 	Expected []ExpectedCall `json:"expected"`
 }
@@ -70,7 +70,7 @@ type ExpectedCall struct {
 	// Args are the expected arguments; nil means not checked.
 	Args map[string]any `json:"args,omitempty"`
 	// ArgsMatch overrides the trajectory's rule for this call.
-	ArgsMatch ArgsMatch `json:"args_match,omitempty"`
+	ArgsMatch ArgsMatch `json:"args_match,omitzero"`
 }
 
 // ArgsMatch is an argument rule as AgentV writes it: a rule name
