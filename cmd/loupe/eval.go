@@ -33,6 +33,7 @@ What is graded is chosen with exactly one of:
   --trace FILE       trace files in any format loupe reads (Loupe, AgentV, omni, OTel JSONL)
   --from-store       traces already in the store, selected by --name/--tag/--since/--limit
   --script FILE|DIR  run an agent per case whose model plays a script (offline, deterministic)
+  --model SPEC       run a ReAct agent per case on this model (--system-prompt sets its prompt)
 
 Recorded runs are paired with cases by name (run name or tag case:<id> equal to
 the case id), else one run is graded against every case, else by position.

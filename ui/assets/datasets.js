@@ -88,7 +88,8 @@ function deleteDataset(name) {
   return b;
 }
 
-/** addToDatasetButton is the run view's "Add to dataset": it opens a
+/** addToDatasetButton is the run view's "Add to dataset" (shown to admin
+ *  keys, or when the collector requires none, as adding takes one): it opens a
  *  small form under the run's head with the case the run makes (its
  *  input, and its tool calls as the expected trajectory, editable as
  *  JSON) and saves it to the named dataset. */
