@@ -3,6 +3,7 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -115,6 +116,21 @@ func TestDatasetsAndExperiments(t *testing.T) {
 		t.Errorf("%d versions, want 1", n)
 	}
 	tb.screenshot(t, "dataset")
+
+	// A case's text is shown as text, whatever it holds.
+	hostile := `{"cases":[{"id":"x","input":"<img src=x onerror=\"window.pwned=1\">","criteria":"</div><script>window.pwned=2</script>"}]}`
+	resp, err := http.Post(ts.URL+"/api/v1/datasets/hostile/cases", "application/json", strings.NewReader(hostile))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("hostile case: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	tb.do(t, "hostile dataset", chromedp.Navigate(ts.URL+"/#/dataset/hostile"), waitLoaded(`#cases .case[data-case="x"]`))
+	if n := eval[int](t, tb, `document.querySelectorAll('#cases img, #cases script').length + (window.pwned ? 100 : 0)`); n != 0 {
+		t.Errorf("a case's text became markup (%d)", n)
+	}
+	if err := hasText(eval[string](t, tb, `document.querySelector('#cases').innerText`), `<img src=x onerror="window.pwned=1">`, "</div><script>"); err != nil {
+		t.Errorf("hostile text: %v", err)
+	}
 
 	tb.do(t, "experiments", chromedp.Navigate(ts.URL+"/#/experiments"), waitLoaded(`#experiments tr[data-experiment="after"]`))
 	tb.screenshot(t, "experiments")
