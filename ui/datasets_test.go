@@ -22,7 +22,6 @@ import (
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/ui"
-
 )
 
 // The scripted models of the test: the agent that failed in production
