@@ -190,3 +190,23 @@ func (echoTools) Call(_ context.Context, call agent.ToolCall) (json.RawMessage, 
 	}
 	return json.Marshal(map[string]any{"tool": call.Name, "input": in})
 }
+
+// ModelTarget runs a ReAct agent per case on a model that open returns
+// (a fresh one per case, since a scripted model plays its turns once),
+// with system as its system prompt and the stand-in tools of
+// ScriptTarget: the model decides which tools it calls with which
+// arguments, which is what trajectory assertions grade. label names the
+// target in results (the model spec). Runs are limited to 50 iterations.
+func ModelTarget(label, system string, open func() (agent.Model, error)) *ExecutorTarget {
+	return &ExecutorTarget{
+		Label:    label,
+		Executor: agent.Executor{Limits: agent.Limits{MaxIterations: 50}},
+		NewLoop: func(CaseRef) (agent.AgentLoop, error) {
+			m, err := open()
+			if err != nil {
+				return nil, err
+			}
+			return &agent.ReAct{Model: m, System: system, Tools: echoTools{}}, nil
+		},
+	}
+}

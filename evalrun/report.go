@@ -149,6 +149,14 @@ type JUnitOptions struct {
 	// Times writes each case's elapsed time; off, every time is 0 so the
 	// output is reproducible (golden files).
 	Times bool
+	// Baseline, when set, names the experiment the results were compared
+	// with; it is a property of every suite.
+	Baseline string
+	// Regressions maps the id of each case that passed in the baseline
+	// and does not pass now to a sentence saying so. Such a case's
+	// failure (or error) has type "regression" and that message, so a CI
+	// report tells a regression from a case that never passed.
+	Regressions map[string]string
 }
 
 // WriteJUnit writes the report as JUnit XML: a testsuite per eval file
@@ -177,6 +185,9 @@ func WriteJUnit(w io.Writer, rep *Report, o JUnitOptions) error {
 			root.Suites = append(root.Suites, junitSuite{Name: name, Properties: []junitProperty{
 				{"mode", rep.Mode.String()}, {"threshold", fmt.Sprintf("%g", rep.Threshold)}, {"target", rep.Target},
 			}})
+			if o.Baseline != "" {
+				root.Suites[i].Properties = append(root.Suites[i].Properties, junitProperty{"baseline", o.Baseline})
+			}
 		}
 		s := &root.Suites[i]
 		c := junitCase{Name: r.Case.ID, Time: secs(0)}
@@ -221,6 +232,14 @@ func WriteJUnit(w io.Writer, rep *Report, o JUnitOptions) error {
 			}
 			c.Skipped = &junitMessage{Message: "nothing to grade", Text: strings.Join(reasons, "\n")}
 			s.Skipped++
+		}
+		if msg, ok := o.Regressions[r.Case.ID]; ok {
+			switch {
+			case c.Failure != nil:
+				c.Failure.Type, c.Failure.Message = "regression", msg+"; "+c.Failure.Message
+			case c.Error != nil:
+				c.Error.Type, c.Error.Message = "regression", msg+"; "+c.Error.Message
+			}
 		}
 		s.Tests++
 		s.Cases = append(s.Cases, c)

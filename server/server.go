@@ -340,7 +340,7 @@ const (
 // routes is every endpoint; the OpenAPI test checks it against
 // openapi.json.
 func (s *Server) routes() []route {
-	return []route{
+	return append([]route{
 		{"GET /healthz", scopeNone, cheap, s.health},
 		{"POST /v1/records", scopeIngest, cheap, s.postRecords},
 		{"POST /v1/traces", scopeIngest, cheap, s.postOTLP},
@@ -369,7 +369,7 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/scores/stats", scopeRead, light, s.scoreStats},
 		{"GET /api/v1/score-configs", scopeRead, cheap, s.getScoreConfigs},
 		{"PUT /api/v1/score-configs", scopeAdmin, cheap, s.putScoreConfig},
-	}
+	}, s.datasetRoutes()...)
 }
 
 // wrap adds what every route gets: a recovered panic answers 500 instead

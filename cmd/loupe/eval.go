@@ -21,7 +21,7 @@ func newEvalCmd() *cobra.Command {
 	var since string
 	var tags []string
 	cmd := &cobra.Command{
-		Use:   "eval FILE…",
+		Use:   "eval FILE… | --dataset NAME[@VERSION]",
 		Short: "Grade agent runs against AgentV eval files",
 		Long: `Grade agent runs against AgentV eval files (both the original evalcases
 format and the current tests/assertions format).
@@ -33,6 +33,7 @@ What is graded is chosen with exactly one of:
   --trace FILE       trace files in any format loupe reads (Loupe, AgentV, omni, OTel JSONL)
   --from-store       traces already in the store, selected by --name/--tag/--since/--limit
   --script FILE|DIR  run an agent per case whose model plays a script (offline, deterministic)
+  --model SPEC       run a ReAct agent per case on this model (--system-prompt sets its prompt)
 
 Recorded runs are paired with cases by name (run name or tag case:<id> equal to
 the case id), else one run is graded against every case, else by position.
@@ -56,11 +57,20 @@ one. Each judge call is stored with the results as a model call (prompt, answer,
 tokens, cost). Without a judge model these graders are skipped, and the cases
 that had them are named.
 
+A stored dataset runs instead of files with --dataset NAME[@VERSION]: the run
+is stored as an experiment (--experiment NAME; default NAME-<time>) with the
+dataset version, the agent's configuration and each case's trace, verdict,
+scores, cost and latency. --model SPEC runs a ReAct agent on that model per case
+(with --system-prompt). --baseline EXPERIMENT compares the run with a stored
+experiment (printed, in --junit, and as Markdown in --summary-md); with
+--fail-on-regression the status is 1 exactly when a case that passed in the
+baseline does not pass now.
+
 Exit status: 0 every case passed, 1 a case failed, 2 the evaluation could not
 run (a bad file, a target that failed, a grader that could not run, no case
 graded at all).`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !cmd.Flags().Changed("dataset") {
 				return &exitError{code: evalrun.ExitNotGraded, err: errors.New("no eval file given: loupe eval FILE… [--command CMD | --transcript F | --trace F | --from-store | --script F]")}
 			}
 			return nil
@@ -132,6 +142,13 @@ graded at all).`,
 	f.BoolVar(&cfg.IncludeTrace, "include-trace", false, "include the full trace in --out rows (may hold private data)")
 	f.StringVar(&cfg.JUnit, "junit", "", "write a JUnit XML report to this file")
 	f.BoolVar(&cfg.NoStore, "no-store", false, "do not store the results and graded runs")
+	f.StringVar(&cfg.Model, "model", "", "run a ReAct agent per case on this model, provider:model (scripted:FILE offline)")
+	f.StringVar(&cfg.SystemPrompt, "system-prompt", "", "with --model: the agent's system prompt")
+	f.StringVar(&cfg.Dataset, "dataset", "", "grade a stored dataset, NAME or NAME@VERSION, and store the run as an experiment")
+	f.StringVar(&cfg.Experiment, "experiment", "", "with --dataset: the experiment's name (default: NAME-<time>)")
+	f.StringVar(&cfg.Baseline, "baseline", "", "with --dataset: compare with this stored experiment")
+	f.BoolVar(&cfg.FailOnRegression, "fail-on-regression", false, "with --baseline: exit 1 exactly when a case that passed in the baseline does not pass now")
+	f.StringVar(&cfg.SummaryMD, "summary-md", "", "write a Markdown summary (the comparison with --baseline) to this file, for a CI job to post")
 	return cmd
 }
 

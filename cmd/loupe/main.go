@@ -52,6 +52,8 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newEvalCmd(),
+		newDatasetCmd(),
+		newExperimentsCmd(),
 		newDemoCmd(),
 		newTracesCmd(),
 		newSessionsCmd(),

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loupe-dev/loupe/agent"
+	"github.com/loupe-dev/loupe/dataset"
 	"github.com/loupe-dev/loupe/eval"
 	"github.com/loupe-dev/loupe/llm"
 	"github.com/loupe-dev/loupe/store"
@@ -40,6 +42,25 @@ type Config struct {
 	// Agent, when set, is an in-process agent target built by the caller
 	// (a Go program embedding loupe eval with its own agent).
 	Agent evalrun.Target
+	// Model runs a ReAct agent per case on this model (provider:model, as
+	// llm.Open reads it), with SystemPrompt and stand-in tools.
+	Model        string
+	SystemPrompt string
+
+	// Dataset, instead of Files, grades the cases of a stored dataset
+	// ("NAME" or "NAME@VERSION") and stores the run as an experiment
+	// named Experiment (default: the dataset's name and the time).
+	Dataset    string
+	Experiment string
+	// Baseline names a stored experiment to compare the run with: the
+	// comparison is printed, added to the JUnit report and written as
+	// Markdown to SummaryMD. With FailOnRegression the exit status is
+	// evalrun.ExitFail when a case that passed in the baseline does not
+	// pass now, and otherwise ignores cases that did not pass in either
+	// (evalrun.ExitNotGraded still wins when nothing could be graded).
+	Baseline         string
+	FailOnRegression bool
+	SummaryMD        string
 
 	// Grading.
 	Threshold float64 // 0: eval.DefaultThreshold
@@ -98,8 +119,17 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 }
 
 func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, error) {
-	if len(cfg.Files) == 0 {
-		return evalrun.ExitNotGraded, errors.New("no eval file given: loupe eval FILE… with one or more AgentV eval files")
+	switch {
+	case cfg.Dataset != "" && len(cfg.Files) > 0:
+		return evalrun.ExitNotGraded, errors.New("eval files and --dataset given together: grade either files or a dataset")
+	case cfg.Dataset == "" && len(cfg.Files) == 0:
+		return evalrun.ExitNotGraded, errors.New("no eval file given: loupe eval FILE… with one or more AgentV eval files, or --dataset NAME")
+	case cfg.Dataset != "" && cfg.NoStore:
+		return evalrun.ExitNotGraded, errors.New("--dataset with --no-store: a dataset's run is stored as an experiment; drop --no-store")
+	case cfg.Dataset == "" && (cfg.Baseline != "" || cfg.Experiment != ""):
+		return evalrun.ExitNotGraded, errors.New("--baseline and --experiment go with --dataset NAME")
+	case cfg.FailOnRegression && cfg.Baseline == "":
+		return evalrun.ExitNotGraded, errors.New("--fail-on-regression needs --baseline EXPERIMENT to compare with")
 	}
 	opts := eval.Options{Threshold: cfg.Threshold, GraderTimeout: cfg.GraderTimeout}
 	switch strings.ToLower(cfg.Compat) {
@@ -130,23 +160,6 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 	case opts.Mode == eval.ModeAgentV:
 		load = eval.LoadAgentV
 	}
-	var files []*eval.File
-	var perr []error
-	for _, p := range cfg.Files {
-		f, err := eval.ParseFileMode(p, load)
-		if err != nil {
-			perr = append(perr, err)
-			continue
-		}
-		for _, w := range f.Warnings {
-			fmt.Fprintf(stderr, "loupe eval: warning: %s\n", w)
-		}
-		files = append(files, f)
-	}
-	if len(perr) > 0 {
-		return evalrun.ExitNotGraded, errors.Join(perr...)
-	}
-
 	openStore := cfg.OpenStore
 	if openStore == nil {
 		openStore = store.Open
@@ -166,6 +179,49 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 			st = s
 		}
 		return st, nil
+	}
+
+	var files []*eval.File
+	var ds *dataset.Dataset
+	if cfg.Dataset != "" {
+		var err error
+		if ds, err = loadDataset(ctx, cfg.Dataset, getStore); err != nil {
+			return evalrun.ExitNotGraded, err
+		}
+		f, err := dataset.EvalFile(ds.Ref(), "dataset "+ds.Ref(), ds.Cases)
+		if err != nil {
+			return evalrun.ExitNotGraded, fmt.Errorf("dataset %s: %w", ds.Ref(), err)
+		}
+		files = append(files, f)
+	}
+	var perr []error
+	for _, p := range cfg.Files {
+		f, err := eval.ParseFileMode(p, load)
+		if err != nil {
+			perr = append(perr, err)
+			continue
+		}
+		for _, w := range f.Warnings {
+			fmt.Fprintf(stderr, "loupe eval: warning: %s\n", w)
+		}
+		files = append(files, f)
+	}
+	if len(perr) > 0 {
+		return evalrun.ExitNotGraded, errors.Join(perr...)
+	}
+	var baseline *dataset.Experiment
+	if cfg.Baseline != "" {
+		s, err := getStore()
+		if err != nil {
+			return evalrun.ExitNotGraded, err
+		}
+		dss, err := dataset.Open(s)
+		if err != nil {
+			return evalrun.ExitNotGraded, err
+		}
+		if baseline, err = dataset.LoadExperiment(ctx, dss, cfg.Baseline); err != nil {
+			return evalrun.ExitNotGraded, fmt.Errorf("--baseline: %w (list them with loupe experiments ls)", err)
+		}
 	}
 
 	target, err := chooseTarget(cfg, getStore)
@@ -198,13 +254,7 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 			return evalrun.ExitNotGraded, fmt.Errorf("writing results: %w", err)
 		}
 	}
-	if cfg.JUnit != "" {
-		if err := writeTo(cfg.JUnit, stdout, func(w io.Writer) error {
-			return evalrun.WriteJUnit(w, rep, evalrun.JUnitOptions{Times: cfg.Now == nil})
-		}); err != nil {
-			return evalrun.ExitNotGraded, fmt.Errorf("writing the JUnit report: %w", err)
-		}
-	}
+	var evalTrace string
 	if !cfg.NoStore {
 		// A store that cannot be opened or written does not change the
 		// verdict of the evaluation; it is reported, never silent.
@@ -213,10 +263,54 @@ func execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (int, er
 		} else if id, err := evalrun.Save(ctx, s, rep, cfg.Now); err != nil {
 			fmt.Fprintf(stderr, "loupe eval: results not stored: %v\n", err)
 		} else {
+			evalTrace = id.String()
 			fmt.Fprintf(stderr, "loupe eval: results stored as trace %s\n", id)
 		}
 	}
-	return rep.ExitCode(), nil
+	var cmp *dataset.Comparison
+	if ds != nil {
+		exp, err := saveExperiment(ctx, cfg, ds, rep, evalTrace, st)
+		if err != nil {
+			return evalrun.ExitNotGraded, err
+		}
+		fmt.Fprintf(stderr, "loupe eval: experiment %s stored (dataset %s)\n", exp.Name, ds.Ref())
+		if baseline != nil {
+			cmp = dataset.Compare(baseline, exp)
+			fmt.Fprintln(stdout)
+			if err := dataset.WriteText(stdout, cmp); err != nil {
+				return evalrun.ExitNotGraded, err
+			}
+		}
+	}
+	if cfg.JUnit != "" {
+		jo := evalrun.JUnitOptions{Times: cfg.Now == nil}
+		if cmp != nil {
+			jo.Baseline, jo.Regressions = cmp.A, cmp.RegressionMessages()
+		}
+		if err := writeTo(cfg.JUnit, stdout, func(w io.Writer) error {
+			return evalrun.WriteJUnit(w, rep, jo)
+		}); err != nil {
+			return evalrun.ExitNotGraded, fmt.Errorf("writing the JUnit report: %w", err)
+		}
+	}
+	if cfg.SummaryMD != "" {
+		if err := writeTo(cfg.SummaryMD, stdout, func(w io.Writer) error {
+			if cmp != nil {
+				return dataset.WriteMarkdown(w, cmp)
+			}
+			return writeSummaryMD(w, rep)
+		}); err != nil {
+			return evalrun.ExitNotGraded, fmt.Errorf("writing the Markdown summary: %w", err)
+		}
+	}
+	code := rep.ExitCode()
+	if cfg.FailOnRegression && cmp != nil && code != evalrun.ExitNotGraded {
+		if cmp.Regressions > 0 {
+			return evalrun.ExitFail, fmt.Errorf("%d regression(s) against the baseline %s: a case that passed there does not pass now", cmp.Regressions, cmp.A)
+		}
+		return evalrun.ExitPass, nil
+	}
+	return code, nil
 }
 
 func chooseTarget(cfg Config, getStore func() (store.Store, error)) (evalrun.Target, error) {
@@ -255,13 +349,23 @@ func chooseTarget(cfg Config, getStore func() (store.Store, error)) (evalrun.Tar
 		s.Executor.Limits.Timeout = cfg.Timeout
 		t = s
 	}
+	if cfg.Model != "" {
+		names = append(names, "--model")
+		spec := cfg.Model
+		if _, err := llm.Open(spec, llm.Options{}); err != nil {
+			return nil, fmt.Errorf("--model: %w", err)
+		}
+		mt := evalrun.ModelTarget(spec, cfg.SystemPrompt, func() (agent.Model, error) { return llm.Open(spec, llm.Options{}) })
+		mt.Executor.Limits.Timeout = cfg.Timeout
+		t = mt
+	}
 	if cfg.Agent != nil {
 		names = append(names, "an in-process agent")
 		t = cfg.Agent
 	}
 	switch len(names) {
 	case 0:
-		return nil, errors.New("nothing to grade: give one of --command, --transcript, --trace, --from-store or --script")
+		return nil, errors.New("nothing to grade: give one of --command, --transcript, --trace, --from-store, --script or --model")
 	case 1:
 		return t, nil
 	}

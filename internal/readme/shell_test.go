@@ -70,6 +70,7 @@ type step struct {
 	files []string // files the command must leave in the temp dir
 	serve bool     // a collector: started, checked, left running for the next commands
 	after string   // run after the command so that the commands after it find what they show
+	exit  int      // the exit status the README says the command ends with (0 when it says none)
 }
 
 // readmeCommands lists every command of README.md's ```sh blocks, exactly
@@ -147,7 +148,44 @@ var readmeCommands = map[string]step{
 		want: []string{`"name":"helpfulness"`, `"value":0.9`, `"source":"api"`, `"skipped":0`}},
 	"curl -s 'http://127.0.0.1:4318/api/v1/traces' --data-urlencode 'score=helpfulness>=0.8' -G": {want: []string{`"name":"demo"`}},
 	"curl -s 'http://127.0.0.1:4318/api/v1/scores/stats?since=7d'":                               {want: []string{`"name":"helpfulness"`, `"count":2`, `"name":"thumbs"`, `"trend":`}},
+
+	// From traces to quality: datasets, experiments, the CI gate (the
+	// scripted models are written below, agent-v2.yaml as the README shows it).
+	"loupe dataset add 2d9e96bf87fe --dataset demo-cases":                                    {want: []string{"dataset demo-cases@1: 1 case(s) added", "5 expected tool call(s)"}},
+	"loupe dataset add --query 'tool:clock since:7d' --dataset clock-runs --limit 20":        {want: []string{"dataset clock-runs@1: "}},
+	"loupe dataset export demo-cases > demo-cases.eval.yaml":                                 {files: []string{"demo-cases.eval.yaml"}},
+	"sed -i.bak '/tool: clock/{N;N;/Mars/d;}' demo-cases.eval.yaml":                          {},
+	"loupe dataset import demo-cases.eval.yaml --dataset demo-cases":                         {want: []string{"dataset demo-cases@2: 1 case(s) imported"}},
+	"loupe dataset show demo-cases":                                                          {want: []string{"dataset demo-cases@2", "calculator → search_files → clock → summarize", "demo-cases@1"}},
+	"loupe eval --dataset demo-cases --model scripted:agent-v1.yaml --experiment before-fix": {exit: 1, want: []string{"FAIL", "expected clock"}},
+	"loupe eval --dataset demo-cases --model scripted:agent-v2.yaml --experiment after-fix":  {want: []string{"PASS", "1 passed"}},
+	"loupe experiments diff before-fix after-fix":                                            {want: []string{"fix ", "1 fix(es)", "pass rate    0.0% (0/1)"}},
+	"loupe eval --dataset demo-cases --model scripted:agent-v2.yaml --baseline after-fix --fail-on-regression --junit report.xml --summary-md summary.md": {
+		want: []string{"0 regression(s)"}, files: []string{"report.xml", "summary.md"}},
 }
+
+// The scripted models of "Datasets, experiments and the CI gate": the
+// agent before the fix stops after the clock call that fails; the agent
+// after it is the file the README shows.
+const (
+	agentV1 = `model: agent
+turns:
+  - tool_calls:
+      - {name: calculator, input: {expression: "2340 * 0.17 + sqrt(144)"}}
+      - {name: search_files, input: {pattern: "TODO|FIXME", max: 5}}
+  - tool_calls: [{name: clock, input: {zone: Mars/Olympus}}]
+  - answer: 409.8; the TODOs are listed above; I could not tell the time on Mars.
+`
+	agentV2 = `model: agent
+turns:
+  - tool_calls:
+      - {name: calculator, input: {expression: "2340 * 0.17 + sqrt(144)"}}
+      - {name: search_files, input: {pattern: "TODO|FIXME", max: 5}}
+  - tool_calls: [{name: clock, input: {zone: UTC}}]
+  - tool_calls: [{name: summarize, input: {task: "Summarise the results: the calculation, the TODO search and the clock."}}]
+  - answer: 409.8; the TODOs are listed above; the time on Mars is kept in UTC.
+`
+)
 
 // TestREADMEShellCommands runs the commands of README.md's ```sh blocks,
 // in order, as a reader would after cloning: against a loupe built from
@@ -178,6 +216,9 @@ func TestREADMEShellCommands(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "# agent-v2.yaml\n"+agentV2) {
+		t.Errorf("README.md no longer shows agent-v2.yaml as agentV2 holds it: make them the same")
 	}
 	lines := shellLines(string(b))
 	seen := map[string]bool{}
@@ -210,7 +251,15 @@ func TestREADMEShellCommands(t *testing.T) {
 		"session.trace.json": "omni/session_rag_demo.trace.json",
 		"otel-traces.jsonl":  "fragola/otel-traces.jsonl",
 		"turns.yaml":         "", // the live model of the replay branch
+		"agent-v1.yaml":      agentV1,
+		"agent-v2.yaml":      agentV2,
 	} {
+		if real == agentV1 || real == agentV2 {
+			if err := os.WriteFile(filepath.Join(tmp, name), []byte(real), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if real == "" {
 			if err := os.WriteFile(filepath.Join(tmp, name), []byte("model: branch-model\nturns:\n  - answer: It is 409.8.\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -279,6 +328,11 @@ func TestREADMEShellCommands(t *testing.T) {
 			dir = root
 		}
 		stdout, stderr, err := runShell(dir, env, cmd)
+		if ee, ok := err.(*exec.ExitError); ok && st.exit != 0 && ee.ExitCode() == st.exit {
+			err = nil
+		} else if err == nil && st.exit != 0 {
+			err = fmt.Errorf("exit status 0, the README says %d", st.exit)
+		}
 		if err != nil {
 			t.Errorf("%s: %v\nstdout:\n%s\nstderr:\n%s", name, err, stdout, stderr)
 			continue

@@ -57,7 +57,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -198,6 +198,10 @@ var migrations = []string{
 	CREATE INDEX scores_name ON scores (name, ts);
 	CREATE INDEX scores_ts ON scores (ts, id);
 	CREATE TABLE score_names (name text PRIMARY KEY, kind text NOT NULL);`,
+
+	// 8: evaluation datasets (immutable versions) and experiments
+	// (store.Datasets).
+	sqlstore.DatasetsPostgres,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.

@@ -228,10 +228,7 @@ func TestMigrateScores(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		if !strings.Contains(postgres.Migrations[6], "CREATE TABLE scores") {
-			t.Fatalf("migration 7 is not the scores migration any more; downgrade differently")
-		}
-		for _, q := range []string{"DROP TABLE scores", "DROP TABLE score_names", "UPDATE meta SET value = '6' WHERE key = 'schema_version'"} {
+		for _, q := range storetest.Downgrade(t, postgres.Migrations, 6, "CREATE TABLE scores") {
 			if _, err := db.Exec(q); err != nil {
 				t.Fatal(err)
 			}

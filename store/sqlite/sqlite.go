@@ -39,7 +39,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -146,6 +146,10 @@ var migrations = []string{
 	CREATE INDEX scores_name ON scores (name, ts);
 	CREATE INDEX scores_ts ON scores (ts, id);
 	CREATE TABLE score_names (name TEXT PRIMARY KEY, kind TEXT NOT NULL) WITHOUT ROWID;`,
+
+	// 7: evaluation datasets (immutable versions) and experiments
+	// (store.Datasets).
+	sqlstore.DatasetsSQLite,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.

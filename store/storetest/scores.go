@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -477,4 +478,34 @@ func CheckScoresMigration(t *testing.T, open func(t *testing.T) store.Store, dow
 	if got := listScores(t, sc, store.ScoreFilter{}); len(got) != 0 {
 		t.Errorf("scores of a deleted trace remain after the migration: %+v", got)
 	}
+}
+
+// Downgrade returns the statements that take a store of the newest
+// schema back to the version before migrations[from]: they drop every
+// table that migration and the later ones create (CREATE TABLE name) and
+// set the schema version to from. It serves the migration checks of
+// tables added by one migration (scores, datasets), whatever migrations
+// come after it. It fails t if migrations[from] does not hold marker.
+func Downgrade(t *testing.T, migrations []string, from int, marker string) []string {
+	t.Helper()
+	if from >= len(migrations) || !strings.Contains(migrations[from], marker) {
+		t.Fatalf("migration %d does not hold %q any more; find the migration that does", from+1, marker)
+	}
+	var qs []string
+	for i := len(migrations) - 1; i >= from; i-- {
+		m := migrations[i]
+		for {
+			j := strings.Index(m, "CREATE TABLE ")
+			if j < 0 {
+				break
+			}
+			m = m[j+len("CREATE TABLE "):]
+			name := strings.FieldsFunc(m, func(r rune) bool { return r == ' ' || r == '(' || r == '\n' || r == '\t' })[0]
+			if name == "IF" { // CREATE TABLE IF NOT EXISTS name
+				continue
+			}
+			qs = append(qs, "DROP TABLE IF EXISTS "+name)
+		}
+	}
+	return append(qs, fmt.Sprintf("UPDATE meta SET value = '%d' WHERE key = 'schema_version'", from))
 }

@@ -45,6 +45,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RecordPager", testRecordPager},
 
 		{"Sessions", testSessions},
+
+		{"Datasets", testDatasets},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

@@ -4,6 +4,10 @@
 //   #/dashboard?since=24h   aggregates
 //   #/evaluations           evaluation runs; #/evaluation/<id> one of them
 //   #/sessions?user=&since= sessions; #/session/<id> one as its conversation
+
+//   #/datasets              datasets; #/dataset/<name>?version=N one version
+//   #/experiments?dataset=  experiments; #/compare?a=&b= two compared;
+//   #/tracediff?a=&b=       two runs side by side, first divergence marked
 // On a collector that requires API keys, the sign-in form stands in for
 // every page until a key is given (session.js); the route is kept, so a
 // deep link opens after signing in.
@@ -14,6 +18,9 @@ import { runPage } from './run.js';
 import { dashboardPage } from './dashboard.js';
 import { evaluationsPage, evaluationPage } from './evaluations.js';
 import { sessionsPage, sessionPage } from './sessions.js';
+
+import { datasetsPage, datasetPage } from './datasets.js';
+import { experimentsPage, comparePage, traceDiffPage } from './experiments.js';
 
 let current = null; // the page's cleanup function (closes streams)
 let signedIn = false;
@@ -46,6 +53,12 @@ function route() {
     case 'evaluation': cleanup = evaluationPage(main, parts[1] || ''); break;
     case 'sessions': cleanup = sessionsPage(main, params); break;
     case 'session': cleanup = sessionPage(main, parts[1] || ''); break;
+
+    case 'datasets': cleanup = datasetsPage(main); break;
+    case 'dataset': cleanup = datasetPage(main, parts[1] || '', params); break;
+    case 'experiments': cleanup = experimentsPage(main, params); break;
+    case 'compare': cleanup = comparePage(main, params); break;
+    case 'tracediff': cleanup = traceDiffPage(main, params); break;
     default: showError(`no such page: ${page}`);
   }
   current = cleanup || null;

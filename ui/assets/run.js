@@ -8,6 +8,8 @@ import { jsonView } from './json.js';
 import { statusBadge } from './runs.js';
 import { annotatePanel } from './annotate.js';
 
+import { addToDatasetButton } from './datasets.js';
+
 const ROW = 22;      // px per row; .row's height in style.css
 const OVERSCAN = 8;  // rows drawn above and below the view
 
@@ -129,7 +131,7 @@ async function load(main, id, params, signal, setStream) {
     el('span', { className: 'muted' }, `${fmtInt(s.records)} records · ${fmtInt(s.iterations)} iterations · ${fmtInt(s.tool_calls)} tool calls · ${fmtInt(s.input_tokens + s.output_tokens)} tokens · ${fmtCost(s.cost_usd, s.unpriced_calls)}`),
     s.errors ? el('span', { className: 'badge bad' }, `${s.errors} errors`) : '',
     s.incomplete ? el('span', { className: 'badge warn' }, s.lost_records ? `incomplete: ${s.lost_records} records lost` : 'incomplete') : '',
-    el('code', { className: 'muted' }, s.trace_id),
+    el('code', { className: 'muted' }, s.trace_id), canDelete() ? addToDatasetButton(s.trace_id) : '',
     canDelete() ? deleteButton(s.trace_id, signal) : ''));
 
   // The memory pool, stats and evaluations come from the whole trace:
