@@ -43,6 +43,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Paging", testPaging},
 		{"AgentRuns", testAgentRuns},
 		{"RecordPager", testRecordPager},
+		{"WindowStats", testWindowStats},
+		{"Alerts", testAlerts},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
