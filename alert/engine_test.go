@@ -252,7 +252,7 @@ func TestFireResolve(t *testing.T) {
 	// success for the firing, one success for the resolution; the Slack
 	// hook's two successes; its URL's token nowhere.
 	type att struct {
-		event, target string
+		event, target   string
 		attempt, status int
 		ok              bool
 	}

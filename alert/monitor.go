@@ -27,6 +27,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/loupe-dev/loupe/internal/yamlpos"
 	"github.com/loupe-dev/loupe/store"
 )
@@ -441,6 +443,9 @@ func ParseFile(data []byte, filename string, sources func(string) bool) ([]Monit
 	var f File
 	af, err := yamlpos.DecodeFile(data, filename, "monitors file", "write a list under monitors:", &f)
 	if err != nil {
+		if perr := durationError(data, filename); perr != nil {
+			return nil, perr
+		}
 		return nil, err
 	}
 	if len(f.Monitors) > MaxMonitors {
@@ -466,6 +471,35 @@ func ParseFile(data []byte, filename string, sources func(string) bool) ([]Monit
 		seen[m.Name] = true
 	}
 	return f.Monitors, nil
+}
+
+// durationError finds a window or every that is not a duration, which
+// go-yaml reports without a position, and says where it is; nil if none.
+func durationError(data []byte, filename string) error {
+	af, err := yamlpos.Parse(data)
+	if err != nil || len(af.Docs) != 1 {
+		return nil
+	}
+	var raw struct {
+		Monitors []map[string]any `yaml:"monitors"`
+	}
+	if yaml.Unmarshal(data, &raw) != nil {
+		return nil
+	}
+	for i, m := range raw.Monitors {
+		for _, k := range []string{"window", "every"} {
+			v, ok := m[k]
+			if !ok {
+				continue
+			}
+			var d Duration
+			if err := d.UnmarshalText(fmt.Append(nil, v)); err != nil {
+				name, _ := m["name"].(string)
+				return fmt.Errorf("%s: monitor %q: %s: %v", yamlpos.At(af, filename, fmt.Sprintf("$.monitors[%d].%s", i, k)), name, k, err)
+			}
+		}
+	}
+	return nil
 }
 
 // encode is the JSON of m kept in the store's settings.
