@@ -51,6 +51,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/loupe-dev/loupe/alert"
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
@@ -152,6 +153,13 @@ type Options struct {
 	// ingest is not held up; see ApplyRetention and Retention.
 	Retain, RetainEvery time.Duration
 
+	// Alerts, if set, is the monitors' engine the API under
+	// /api/v1/monitors and /api/v1/alerts answers from (its caller runs
+	// it; see alert.Engine.Run). When nil, the API still reads and writes
+	// the definitions and firings of a store that keeps them, and the
+	// monitors are evaluated by whichever collector runs an engine.
+	Alerts *alert.Engine
+
 	// MaxExpensive bounds the requests that load whole traces or search
 	// hits at once, and separately those that list or aggregate; more wait
 	// their turn (up to 30 s, then 503). Zero means twice GOMAXPROCS.
@@ -176,6 +184,7 @@ type Server struct {
 	group        *grouper // nil when the store cannot append groups
 	ret          retention
 	sessions     *sessions        // the web UI's sign-ins (session.go)
+	alerts       *alert.Engine    // nil when the store keeps no monitors (monitors.go)
 	now          func() time.Time // the clock of sessions; tests set it
 }
 
@@ -226,6 +235,7 @@ func New(o Options) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.keys, _ = o.Store.(store.Settings)
+	s.alerts = newAlertEngine(&s.o)
 	if ga, ok := o.Store.(store.GroupAppender); ok {
 		s.group = &grouper{st: ga}
 	}
@@ -252,7 +262,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
-		for _, m := range []string{"GET", "POST", "DELETE"} {
+		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			r2 := r.Clone(r.Context())
 			r2.Method = m
 			if _, pat := bare.Handler(r2); pat != "" {
@@ -354,6 +364,11 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/traces/{id}/records", scopeRead, light, s.getRecords},
 		{"GET /api/v1/retention", scopeRead, cheap, s.getRetention},
 		{"PUT /api/v1/retention", scopeAdmin, cheap, s.putRetention},
+		{"GET /api/v1/monitors", scopeRead, light, s.listMonitors},
+		{"POST /api/v1/monitors", scopeAdmin, cheap, s.postMonitor},
+		{"PUT /api/v1/monitors/{name}", scopeAdmin, cheap, s.replaceMonitor},
+		{"DELETE /api/v1/monitors/{name}", scopeAdmin, cheap, s.deleteMonitor},
+		{"GET /api/v1/alerts", scopeRead, light, s.listAlerts},
 		{"GET /api/v1/openapi.json", scopeNone, cheap, s.openAPI},
 		{"GET /api/v1/session", scopeRead, cheap, s.getSession},
 		{"POST /api/v1/session", scopeNone, cheap, s.postSession},
