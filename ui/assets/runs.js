@@ -3,7 +3,7 @@
 // arriving live from /api/v1/stream.
 import { el, api, showError, watchStream, clip, fmtDur, fmtCost, fmtInt, fmtTime } from './dom.js';
 
-const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'errors'];
+const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'until', 'errors'];
 
 export function statusBadge(s) {
   const cls = s === 'success' ? 'ok' : s === 'running' ? 'live' : s === 'incomplete' ? 'warn' : 'bad';
@@ -39,6 +39,7 @@ function filterForm(params) {
     el('input', { name: 'name', placeholder: 'name', value: params.get('name') || '', size: 10 }),
     el('input', { name: 'tag', placeholder: 'tag', value: params.get('tag') || '', size: 8 }),
     el('input', { name: 'since', placeholder: 'since (24h)', value: params.get('since') || '', size: 8 }),
+    el('input', { name: 'until', placeholder: 'until', value: params.get('until') || '', size: 8 }),
     el('label', {}, el('input', { name: 'errors', type: 'checkbox', checked: params.get('errors') === 'true' }), ' with errors'),
     el('button', { type: 'submit' }, 'Apply'));
   f.addEventListener('submit', e => {
