@@ -120,6 +120,12 @@ var readmeCommands = map[string]step{
 	`loupe pipeline run testdata/real/omni/demo-loop.yaml --param topic="typed languages"`: {dir: "checkout", want: []string{"tool generator.analyze", "branch check_quality", "memory pool:"}},
 	// Look at runs in a browser.
 	"loupe demo": {want: []string{"answer: "}},
+	// A monitor that posts to a webhook (monitors.yaml is the README's
+	// own, written from its yaml block; its filters select no demo run,
+	// so nothing fires and no webhook is called).
+	"loupe serve --monitors monitors.yaml":                              {serve: true},
+	"curl -s http://127.0.0.1:4318/api/v1/monitors":                     {want: []string{`"name":"prod-errors"`, `"name":"slow-runs"`, `https://hooks.slack.com/services/…`}},
+	"curl -s 'http://127.0.0.1:4318/api/v1/alerts?monitor=prod-errors'": {want: []string{`"firings":[]`}},
 }
 
 // TestREADMEShellCommands runs the commands of README.md's ```sh blocks,
@@ -183,7 +189,14 @@ func TestREADMEShellCommands(t *testing.T) {
 		"session.trace.json": "omni/session_rag_demo.trace.json",
 		"otel-traces.jsonl":  "fragola/otel-traces.jsonl",
 		"turns.yaml":         "", // the live model of the replay branch
+		"monitors.yaml":      "", // the README's monitors file
 	} {
+		if name == "monitors.yaml" {
+			if err := os.WriteFile(filepath.Join(tmp, name), []byte(readmeYAML(t, string(b), "### A monitor that posts to a webhook")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if real == "" {
 			if err := os.WriteFile(filepath.Join(tmp, name), []byte("model: branch-model\nturns:\n  - answer: It is 409.8.\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -296,6 +309,22 @@ func TestREADMEShellCommands(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readmeYAML returns the first ```yaml block of markdown after the line
+// heading.
+func readmeYAML(t *testing.T, markdown, heading string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(markdown, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q", heading)
+	}
+	_, block, ok := strings.Cut(after, "```yaml\n")
+	if !ok {
+		t.Fatalf("README.md has no yaml block after %q", heading)
+	}
+	block, _, _ = strings.Cut(block, "```")
+	return block
 }
 
 // readerEnv is the environment of a reader on a fresh machine: HOME and
