@@ -234,7 +234,10 @@ func (e *Engine) Get(ctx context.Context, name string) (Monitor, error) {
 	return m, nil
 }
 
-// Delete removes the monitor named name. Its firings stay in the store.
+// Delete removes the monitor named name. Its firings stay in the store;
+// one still open is marked resolved now (with value 0, and no
+// notification), so that a monitor defined again under the name starts
+// quiet.
 func (e *Engine) Delete(ctx context.Context, name string) error {
 	ok, err := e.set.DeleteSetting(ctx, settingsKey+name)
 	if err != nil {
@@ -242,6 +245,15 @@ func (e *Engine) Delete(ctx context.Context, name string) error {
 	}
 	if !ok {
 		return fmt.Errorf("monitor %q: %w", name, ErrNoMonitor)
+	}
+	open, err := e.al.Firings(ctx, store.FiringFilter{Monitor: name, Open: true, Limit: 1})
+	if err != nil {
+		return err
+	}
+	for _, f := range open {
+		if _, err := e.al.ResolveFiring(ctx, f.ID, e.clock.Now(), 0); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -528,7 +540,7 @@ func (e *Engine) value(ctx context.Context, m *Monitor, now time.Time) (float64,
 		return math.NaN(), nil, err
 	}
 	f := q.Filter
-	f.Since, f.Until = now.Add(-window), now.Add(1) // (now-window, now]
+	f.Since, f.Until = now.Add(-window), now.Add(1) // [now-window, now]
 	w, err := store.Window(ctx, e.st, store.WindowQuery{Filter: f, Sample: store.MaxSample, SampleBy: m.sampleBy()})
 	if err != nil {
 		return math.NaN(), nil, err

@@ -107,7 +107,7 @@ type Monitor struct {
 	// results (store.TagEvaluation) are left out, as in the runs list.
 	Filter string `json:"filter,omitempty"`
 	// Window is how far back each evaluation looks (the traces that
-	// started in (now-Window, now]); Every is how often it is evaluated
+	// started in [now-Window, now]); Every is how often it is evaluated
 	// (0: a minute, at least MinEvery).
 	Window Duration `json:"window"`
 	Every  Duration `json:"every,omitempty"`

@@ -101,4 +101,15 @@ func TestMonitorsAPI(t *testing.T) {
 	if code != 200 || !strings.Contains(string(b), `"state":"firing"`) {
 		t.Errorf("monitors with an open firing: %d %s", code, b)
 	}
+	// Deleting the monitor closes its firing, which stays listed.
+	e.key = keys[ScopeAdmin]
+	if code, b, _ := e.do("DELETE", "/api/v1/monitors/prod-errors", "", nil); code != 204 {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+	if open, err := al.Firings(ctx, store.FiringFilter{Open: true}); err != nil || len(open) != 0 {
+		t.Errorf("open firings after the monitor was deleted: %+v, %v", open, err)
+	}
+	if code, b, _ := e.do("GET", "/api/v1/alerts", "", nil); code != 200 || !strings.Contains(string(b), f.ID) {
+		t.Errorf("alerts after the monitor was deleted: %d %s", code, b)
+	}
 }

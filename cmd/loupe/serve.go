@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -38,6 +39,7 @@ func newServeCmd() *cobra.Command {
 		origins       []string
 		retain        time.Duration
 		monitorsFile  string
+		uiURL         string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -106,7 +108,7 @@ after the requests in flight are committed and answered.`,
 				// Close ends its event streams, which the shutdown would wait for.
 				defer context.AfterFunc(ctx, func() { ms.Close() })()
 				o.MCP = ms.Handler()
-				engine, stopMonitors, err := startMonitors(ctx, st, monitorsFile, addr)
+				engine, stopMonitors, err := startMonitors(ctx, st, monitorsFile, cmp.Or(uiURL, "http://"+addr+"/"))
 				if err != nil {
 					return err
 				}
@@ -159,6 +161,7 @@ after the requests in flight are committed and answered.`,
 	cmd.Flags().StringSliceVar(&publicHosts, "public-host", nil, "host names (without port) the server answers besides loopback ones; needs API keys. With keys and no --public-host, any Host is answered")
 	cmd.Flags().Var(durationValue{&retain}, "retain", "delete traces whose run started longer ago than this (30d, 720h), at start and then hourly, in short transactions; off by default")
 	cmd.Flags().StringVar(&monitorsFile, "monitors", "", "a YAML file of monitors (alerts with webhooks) to store and evaluate; every collector on the store evaluates the monitors it holds")
+	cmd.Flags().StringVar(&uiURL, "ui-url", "", "the web UI's URL as its readers reach it, for the links in alert notifications (default http://ADDR/)")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "browser origins (e.g. https://ui.example.com) allowed to POST and DELETE besides the server's own")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
@@ -171,7 +174,7 @@ after the requests in flight are committed and answered.`,
 // monitors, after storing those of file (if given); nil when the store
 // keeps none and no file is given. stop ends the evaluations and the
 // deliveries in flight.
-func startMonitors(ctx context.Context, st store.Store, file, addr string) (e *alert.Engine, stop func(), err error) {
+func startMonitors(ctx context.Context, st store.Store, file, uiURL string) (e *alert.Engine, stop func(), err error) {
 	stop = func() {}
 	var ms []alert.Monitor
 	if file != "" {
@@ -183,7 +186,7 @@ func startMonitors(ctx context.Context, st store.Store, file, addr string) (e *a
 			return nil, stop, fmt.Errorf("--monitors: %w", err)
 		}
 	}
-	e, err = alert.New(alert.Options{Store: st, UIURL: "http://" + addr + "/"})
+	e, err = alert.New(alert.Options{Store: st, UIURL: uiURL})
 	if err != nil {
 		if file == "" {
 			return nil, stop, nil
