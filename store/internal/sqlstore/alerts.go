@@ -248,4 +248,6 @@ func (db *DB) Firings(ctx context.Context, f store.FiringFilter) ([]store.Firing
 	return out, rows.Err()
 }
 
-func finite(f float64) bool { return f == f && f <= 1.7976931348623157e308 && f >= -1.7976931348623157e308 }
+func finite(f float64) bool {
+	return f == f && f <= 1.7976931348623157e308 && f >= -1.7976931348623157e308
+}
