@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -248,6 +249,4 @@ func (db *DB) Firings(ctx context.Context, f store.FiringFilter) ([]store.Firing
 	return out, rows.Err()
 }
 
-func finite(f float64) bool {
-	return f == f && f <= 1.7976931348623157e308 && f >= -1.7976931348623157e308
-}
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
