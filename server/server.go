@@ -10,6 +10,8 @@
 //   - live streams (Server-Sent Events): /api/v1/stream and
 //     /api/v1/traces/{id}/stream, fed from ingest, resumable with
 //     Last-Event-ID;
+//   - monitors and their firings (package alert): /api/v1/monitors and
+//     /api/v1/alerts, from Options.Alerts or the store;
 //   - its OpenAPI document at /api/v1/openapi.json;
 //   - optionally, Loupe's MCP server at /mcp (Options.MCP).
 //
