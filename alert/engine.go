@@ -99,6 +99,9 @@ type Engine struct {
 	mu     sync.Mutex // guards the fields below
 	states map[string]*state
 	src    map[string]Source
+	// inFlight holds, by firing id and webhook URL, the delivery of a
+	// firing, which the delivery of its resolution waits for.
+	inFlight map[string]chan struct{}
 }
 
 // state is what the engine knows of one monitor between evaluations.
@@ -145,7 +148,7 @@ func New(o Options) (*Engine, error) {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = time.Minute
 	}
-	e := &Engine{o: o, st: o.Store, set: set, al: al, clock: o.Clock, log: o.Logger, states: map[string]*state{}, src: map[string]Source{}}
+	e := &Engine{o: o, st: o.Store, set: set, al: al, clock: o.Clock, log: o.Logger, states: map[string]*state{}, src: map[string]Source{}, inFlight: map[string]chan struct{}{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}

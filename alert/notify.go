@@ -146,10 +146,36 @@ func (e *Engine) notify(m *Monitor, f store.Firing, event string, value float64,
 			e.log.Error("alert: encoding a notification", "monitor", m.Name, "err", err)
 			continue
 		}
+		// A webhook hears of a firing's resolution only after the
+		// delivery of the firing itself is over (delivered or given up),
+		// so that it never gets them out of order.
+		key := f.ID + "\x00" + h.URL
+		done := make(chan struct{})
+		e.mu.Lock()
+		prev := e.inFlight[key]
+		if event == store.AlertFiring {
+			e.inFlight[key] = done
+		} else {
+			delete(e.inFlight, key)
+		}
+		e.mu.Unlock()
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
+			defer close(done)
+			if prev != nil {
+				select {
+				case <-prev:
+				case <-e.ctx.Done():
+					return
+				}
+			}
 			e.deliver(h.URL, f.ID, event, m.Name, body)
+			e.mu.Lock()
+			if e.inFlight[key] == done {
+				delete(e.inFlight, key) // over: a resolution need not wait
+			}
+			e.mu.Unlock()
 		}()
 	}
 }
