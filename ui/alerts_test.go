@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,10 +33,9 @@ func TestAlertsPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	tries := 0
+	var tries atomic.Int32
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tries++ // one delivery at a time: the engine retries in sequence
-		if tries == 1 {
+		if tries.Add(1) == 1 {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
