@@ -144,7 +144,7 @@ func (rc *receiver) got(path string) [][]byte {
 
 func newEngine(t *testing.T, s store.Store, clock alert.Clock) *alert.Engine {
 	t.Helper()
-	e, err := alert.New(alert.Options{Store: s, Clock: clock, Timeout: 300 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+	e, err := alert.New(alert.Options{Store: s, Clock: clock, Timeout: time.Second, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
 		UIURL: "http://127.0.0.1:4318/", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
