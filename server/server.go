@@ -11,6 +11,8 @@
 //   - live streams (Server-Sent Events): /api/v1/stream and
 //     /api/v1/traces/{id}/stream, fed from ingest, resumable with
 //     Last-Event-ID;
+//   - monitors and their firings (package alert): /api/v1/monitors and
+//     /api/v1/alerts, from Options.Alerts or the store;
 //   - its OpenAPI document at /api/v1/openapi.json;
 //   - optionally, Loupe's MCP server at /mcp (Options.MCP).
 //
@@ -53,6 +55,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/loupe-dev/loupe/alert"
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
@@ -154,6 +157,13 @@ type Options struct {
 	// ingest is not held up; see ApplyRetention and Retention.
 	Retain, RetainEvery time.Duration
 
+	// Alerts, if set, is the monitors' engine the API under
+	// /api/v1/monitors and /api/v1/alerts answers from (its caller runs
+	// it; see alert.Engine.Run). When nil, the API still reads and writes
+	// the definitions and firings of a store that keeps them, and the
+	// monitors are evaluated by whichever collector runs an engine.
+	Alerts *alert.Engine
+
 	// MaxExpensive bounds the requests that load whole traces or search
 	// hits at once, and separately those that list or aggregate; more wait
 	// their turn (up to 30 s, then 503). Zero means twice GOMAXPROCS.
@@ -178,6 +188,7 @@ type Server struct {
 	group        *grouper // nil when the store cannot append groups
 	ret          retention
 	sessions     *sessions        // the web UI's sign-ins (session.go)
+	alerts       *alert.Engine    // nil when the store keeps no monitors (monitors.go)
 	now          func() time.Time // the clock of sessions; tests set it
 }
 
@@ -228,6 +239,7 @@ func New(o Options) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.keys, _ = o.Store.(store.Settings)
+	s.alerts = newAlertEngine(&s.o)
 	if ga, ok := o.Store.(store.GroupAppender); ok {
 		s.group = &grouper{st: ga}
 	}
@@ -359,6 +371,11 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/traces/{id}/records", scopeRead, light, s.getRecords},
 		{"GET /api/v1/retention", scopeRead, cheap, s.getRetention},
 		{"PUT /api/v1/retention", scopeAdmin, cheap, s.putRetention},
+		{"GET /api/v1/monitors", scopeRead, light, s.listMonitors},
+		{"POST /api/v1/monitors", scopeAdmin, cheap, s.postMonitor},
+		{"PUT /api/v1/monitors/{name}", scopeAdmin, cheap, s.replaceMonitor},
+		{"DELETE /api/v1/monitors/{name}", scopeAdmin, cheap, s.deleteMonitor},
+		{"GET /api/v1/alerts", scopeRead, light, s.listAlerts},
 		{"GET /api/v1/openapi.json", scopeNone, cheap, s.openAPI},
 		{"GET /api/v1/session", scopeRead, cheap, s.getSession},
 		{"POST /api/v1/session", scopeNone, cheap, s.postSession},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -197,14 +196,6 @@ func SummarizeSession(id string, runs []Summary) SessionSummary {
 		}
 	}
 	return x
-}
-
-// addSat returns a+b for a, b ≥ 0, stopping at math.MaxInt64.
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }
 
 // SessionView is one session read as a conversation (SessionTurns): what

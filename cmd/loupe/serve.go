@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/loupe-dev/loupe/alert"
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
@@ -36,6 +38,8 @@ func newServeCmd() *cobra.Command {
 		publicHosts   []string
 		origins       []string
 		retain        time.Duration
+		monitorsFile  string
+		uiURL         string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -105,6 +109,12 @@ after the requests in flight are committed and answered.`,
 				// Close ends its event streams, which the shutdown would wait for.
 				defer context.AfterFunc(ctx, func() { ms.Close() })()
 				o.MCP = ms.Handler()
+				engine, stopMonitors, err := startMonitors(ctx, st, monitorsFile, cmp.Or(uiURL, "http://"+addr+"/"))
+				if err != nil {
+					return err
+				}
+				defer stopMonitors()
+				o.Alerts = engine
 				srv, err := server.New(o)
 				if err != nil {
 					return err
@@ -151,12 +161,52 @@ after the requests in flight are committed and answered.`,
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
 	cmd.Flags().StringSliceVar(&publicHosts, "public-host", nil, "host names (without port) the server answers besides loopback ones; needs API keys. With keys and no --public-host, any Host is answered")
 	cmd.Flags().Var(durationValue{&retain}, "retain", "delete traces whose run started longer ago than this (30d, 720h), at start and then hourly, in short transactions; off by default")
+	cmd.Flags().StringVar(&monitorsFile, "monitors", "", "a YAML file of monitors (alerts with webhooks) to store and evaluate; every collector on the store evaluates the monitors it holds")
+	cmd.Flags().StringVar(&uiURL, "ui-url", "", "the web UI's URL as its readers reach it, for the links in alert notifications (default http://ADDR/)")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "browser origins (e.g. https://ui.example.com) allowed to POST and DELETE besides the server's own")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
 	cmd.Flags().StringSliceVar(&redactKeys, "redact-keys", nil, "also redact the values of JSON fields with these names (e.g. ssn,customer_email)")
 	mcpf.add(cmd, "mcp-")
 	return cmd
+}
+
+// startMonitors runs the monitors' engine over st when the store keeps
+// monitors, after storing those of file (if given); nil when the store
+// keeps none and no file is given. stop ends the evaluations and the
+// deliveries in flight.
+func startMonitors(ctx context.Context, st store.Store, file, uiURL string) (e *alert.Engine, stop func(), err error) {
+	stop = func() {}
+	var ms []alert.Monitor
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, stop, fmt.Errorf("--monitors: %w", err)
+		}
+		if ms, err = alert.ParseFile(data, file, nil); err != nil {
+			return nil, stop, fmt.Errorf("--monitors: %w", err)
+		}
+	}
+	e, err = alert.New(alert.Options{Store: st, UIURL: uiURL})
+	if err != nil {
+		if file == "" {
+			return nil, stop, nil
+		}
+		return nil, stop, fmt.Errorf("--monitors: %w", err)
+	}
+	for _, m := range ms {
+		if err := e.Put(ctx, m); err != nil {
+			e.Close()
+			return nil, stop, fmt.Errorf("--monitors: %s: monitor %s: %w", file, m.Name, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx)
+	}()
+	return e, func() { cancel(); <-done; e.Close() }, nil
 }
 
 // defaultGRPCAddr is --grpc-addr when it is not given: OTLP/gRPC's port

@@ -28,7 +28,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/loupe-dev/loupe/export/internal/retry"
+	"github.com/loupe-dev/loupe/internal/retry"
 	"github.com/loupe-dev/loupe/trace"
 )
 

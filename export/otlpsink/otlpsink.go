@@ -27,7 +27,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/loupe-dev/loupe/export/internal/retry"
+	"github.com/loupe-dev/loupe/internal/retry"
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/trace"
 )

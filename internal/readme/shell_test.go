@@ -162,6 +162,13 @@ var readmeCommands = map[string]step{
 	"loupe experiments diff before-fix after-fix":                                            {want: []string{"fix ", "1 fix(es)", "pass rate    0.0% (0/1)"}},
 	"loupe eval --dataset demo-cases --model scripted:agent-v2.yaml --baseline after-fix --fail-on-regression --junit report.xml --summary-md summary.md": {
 		want: []string{"0 regression(s)"}, files: []string{"report.xml", "summary.md"}},
+
+	// A monitor that posts to a webhook (monitors.yaml is the README's
+	// own, written from its yaml block; its filters select no demo run,
+	// so nothing fires and no webhook is called).
+	"loupe serve --monitors monitors.yaml":                              {serve: true},
+	"curl -s http://127.0.0.1:4318/api/v1/monitors":                     {want: []string{`"name":"prod-errors"`, `"name":"slow-runs"`, `https://hooks.slack.com/services/…`}},
+	"curl -s 'http://127.0.0.1:4318/api/v1/alerts?monitor=prod-errors'": {want: []string{`"firings":[]`}},
 }
 
 // The scripted models of "Datasets, experiments and the CI gate": the
@@ -253,9 +260,16 @@ func TestREADMEShellCommands(t *testing.T) {
 		"turns.yaml":         "", // the live model of the replay branch
 		"agent-v1.yaml":      agentV1,
 		"agent-v2.yaml":      agentV2,
+		"monitors.yaml":      "", // the README's monitors file
 	} {
 		if real == agentV1 || real == agentV2 {
 			if err := os.WriteFile(filepath.Join(tmp, name), []byte(real), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if name == "monitors.yaml" {
+			if err := os.WriteFile(filepath.Join(tmp, name), []byte(readmeYAML(t, string(b), "### A monitor that posts to a webhook")), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -377,6 +391,22 @@ func TestREADMEShellCommands(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readmeYAML returns the first ```yaml block of markdown after the line
+// heading.
+func readmeYAML(t *testing.T, markdown, heading string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(markdown, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q", heading)
+	}
+	_, block, ok := strings.Cut(after, "```yaml\n")
+	if !ok {
+		t.Fatalf("README.md has no yaml block after %q", heading)
+	}
+	block, _, _ = strings.Cut(block, "```")
+	return block
 }
 
 // readerEnv is the environment of a reader on a fresh machine: HOME and

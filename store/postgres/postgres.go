@@ -57,7 +57,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -202,6 +202,37 @@ var migrations = []string{
 	// 8: evaluation datasets (immutable versions) and experiments
 	// (store.Datasets).
 	sqlstore.DatasetsPostgres,
+
+	// 9: monitors' firings and their webhook deliveries (store.Alerts).
+	// A monitor has at most one open firing (resolved IS NULL), which
+	// keeps collectors sharing the store from firing it twice.
+	`CREATE TABLE alert_firings (
+		id text PRIMARY KEY,
+		monitor text NOT NULL,
+		metric text NOT NULL,
+		filter text NOT NULL DEFAULT '',
+		started bigint NOT NULL,
+		resolved bigint,
+		value double precision NOT NULL,
+		threshold double precision NOT NULL,
+		window_ns bigint NOT NULL,
+		resolved_value double precision,
+		trace_ids text NOT NULL DEFAULT '',
+		UNIQUE (monitor, started)
+	);
+	CREATE UNIQUE INDEX alert_firings_open ON alert_firings (monitor) WHERE resolved IS NULL;
+	CREATE INDEX alert_firings_started ON alert_firings (started);
+	CREATE TABLE alert_deliveries (
+		firing_id text NOT NULL,
+		event text NOT NULL,
+		target text NOT NULL,
+		attempt integer NOT NULL,
+		ts bigint NOT NULL,
+		status integer NOT NULL,
+		ok integer NOT NULL,
+		error text NOT NULL DEFAULT '',
+		PRIMARY KEY (firing_id, event, target, attempt)
+	);`,
 }
 
 // Store is a PostgreSQL-backed store.Store. Create one with Open.

@@ -39,7 +39,7 @@ func init() {
 
 // SchemaVersion is the newest schema this package knows; migrations[i]
 // brings a store from version i to i+1.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 var migrations = []string{
 	`CREATE TABLE traces (
@@ -150,6 +150,37 @@ var migrations = []string{
 	// 7: evaluation datasets (immutable versions) and experiments
 	// (store.Datasets).
 	sqlstore.DatasetsSQLite,
+
+	// 8: monitors' firings and their webhook deliveries (store.Alerts).
+	// A monitor has at most one open firing (resolved IS NULL), which
+	// keeps collectors sharing the store from firing it twice.
+	`CREATE TABLE alert_firings (
+		id TEXT PRIMARY KEY,
+		monitor TEXT NOT NULL,
+		metric TEXT NOT NULL,
+		filter TEXT NOT NULL DEFAULT '',
+		started INTEGER NOT NULL,
+		resolved INTEGER,
+		value REAL NOT NULL,
+		threshold REAL NOT NULL,
+		window_ns INTEGER NOT NULL,
+		resolved_value REAL,
+		trace_ids TEXT NOT NULL DEFAULT '',
+		UNIQUE (monitor, started)
+	);
+	CREATE UNIQUE INDEX alert_firings_open ON alert_firings (monitor) WHERE resolved IS NULL;
+	CREATE INDEX alert_firings_started ON alert_firings (started);
+	CREATE TABLE alert_deliveries (
+		firing_id TEXT NOT NULL,
+		event TEXT NOT NULL,
+		target TEXT NOT NULL,
+		attempt INTEGER NOT NULL,
+		ts INTEGER NOT NULL,
+		status INTEGER NOT NULL,
+		ok INTEGER NOT NULL,
+		error TEXT NOT NULL DEFAULT '',
+		PRIMARY KEY (firing_id, event, target, attempt)
+	);`,
 }
 
 // Store is a SQLite-backed store.Store. Create one with Open.

@@ -47,6 +47,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Sessions", testSessions},
 
 		{"Datasets", testDatasets},
+
+		{"WindowStats", testWindowStats},
+		{"Alerts", testAlerts},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

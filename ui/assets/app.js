@@ -1,5 +1,5 @@
 // Loupe's web UI: a hash router over the pages. Routes (deep links):
-//   #/                      runs (filters: ?q=search&status=&name=&tag=&errors=&since=)
+//   #/                      runs (filters: ?q=search&status=&name=&tag=&model=&tool=&errors=&since=&until=)
 //   #/run/<id>?span=<sid>   one run, a span selected (or ?seq=<n>)
 //   #/dashboard?since=24h   aggregates
 //   #/evaluations           evaluation runs; #/evaluation/<id> one of them
@@ -8,6 +8,8 @@
 //   #/datasets              datasets; #/dataset/<name>?version=N one version
 //   #/experiments?dataset=  experiments; #/compare?a=&b= two compared;
 //   #/tracediff?a=&b=       two runs side by side, first divergence marked
+
+//   #/alerts                monitors and their firings
 // On a collector that requires API keys, the sign-in form stands in for
 // every page until a key is given (session.js); the route is kept, so a
 // deep link opens after signing in.
@@ -21,6 +23,8 @@ import { sessionsPage, sessionPage } from './sessions.js';
 
 import { datasetsPage, datasetPage } from './datasets.js';
 import { experimentsPage, comparePage, traceDiffPage } from './experiments.js';
+
+import { alertsPage } from './alerts.js';
 
 let current = null; // the page's cleanup function (closes streams)
 let signedIn = false;
@@ -59,6 +63,8 @@ function route() {
     case 'experiments': cleanup = experimentsPage(main, params); break;
     case 'compare': cleanup = comparePage(main, params); break;
     case 'tracediff': cleanup = traceDiffPage(main, params); break;
+
+    case 'alerts': cleanup = alertsPage(main, params); break;
     default: showError(`no such page: ${page}`);
   }
   current = cleanup || null;

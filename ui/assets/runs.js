@@ -5,7 +5,7 @@ import { el, api, showError, watchStream, clip, fmtDur, fmtCost, fmtInt, fmtTime
 import { sessionLink } from './sessions.js';
 import { columnsPicker, fillScoreColumns } from './scores.js';
 
-const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'errors', 'session', 'user', 'score'];
+const FILTERS = ['status', 'name', 'tag', 'model', 'tool', 'since', 'until', 'errors', 'session', 'user', 'score'];
 
 export function statusBadge(s) {
   const cls = s === 'success' ? 'ok' : s === 'running' ? 'live' : s === 'incomplete' ? 'warn' : 'bad';
@@ -42,6 +42,7 @@ function filterForm(params) {
     el('input', { name: 'name', placeholder: 'name', value: params.get('name') || '', size: 10 }),
     el('input', { name: 'tag', placeholder: 'tag', value: params.get('tag') || '', size: 8 }),
     el('input', { name: 'since', placeholder: 'since (24h)', value: params.get('since') || '', size: 8 }),
+    el('input', { name: 'until', placeholder: 'until', value: params.get('until') || '', size: 8 }),
     el('label', {}, el('input', { name: 'errors', type: 'checkbox', checked: params.get('errors') === 'true' }), ' with errors'),
     el('input', { name: 'score', placeholder: 'score (thumbs=false)', value: params.get('score') || '', size: 14, title: 'runs with a score: NAME<OP>VALUE, e.g. helpfulness>=0.8, thumbs=false, label=good' }),
     el('button', { type: 'submit' }, 'Apply'), columnsPicker());

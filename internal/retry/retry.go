@@ -1,5 +1,6 @@
-// Package retry is the retry loop of the sinks that post to a server
-// (export/http, export/otlpsink): a request is tried again after a failure
+// Package retry is the retry loop of what Loupe posts over HTTP: the sinks
+// that send to a server (export/http, export/otlpsink) and the webhooks of
+// package alert. A request is tried again after a failure
 // that may pass, waiting what the server asks for in Retry-After, or else
 // a random time under a ceiling that doubles with each retry (exponential
 // backoff with full jitter). Which failures may pass is the caller's to
