@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -281,5 +283,59 @@ func TestBranchScopes(t *testing.T) {
 		if code, b, _ := e.do("GET", "/api/v1/branch", "", nil); code != want {
 			t.Errorf("branch config with the %s key: %d %s, want %d", sc, code, b, want)
 		}
+	}
+}
+
+// hangingModel is an OpenAI-compatible endpoint that never answers until
+// its client gives up; the branches' live model is pointed at it.
+func hangingModel(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(done) }) // first: the client may keep a request open
+	t.Setenv("OPENAI_BASE_URL", hang.URL)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+}
+
+// TestBranchTimeoutAndClose: a branch whose model does not answer ends at
+// the timeout, recorded as such; one still running when the server closes
+// is canceled and its end stored.
+func TestBranchTimeoutAndClose(t *testing.T) {
+	hangingModel(t)
+	const spec = "openai:gpt-4o-mini"
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		close   bool
+		want    trace.TerminationReason
+	}{
+		{"timeout", 500 * time.Millisecond, false, trace.TerminationTimeout},
+		{"server closed", time.Minute, true, trace.TerminationContextCanceled},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Options{BranchModels: []string{spec}, BranchTimeout: tt.timeout})
+			orig := e.postDemo(t)
+			code, bs, body := e.branch(t, orig, `{"step": 2, "model": "`+spec+`"}`)
+			if code != 202 {
+				t.Fatalf("branch: %d %s", code, body)
+			}
+			if tt.close {
+				e.srv.Close()
+			}
+			e.srv.branches.wg.Wait()
+			tr, err := e.st.Trace(context.Background(), bs.TraceID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Summary.Status != string(tt.want) {
+				t.Errorf("status %q, want %q", tr.Summary.Status, tt.want)
+			}
+		})
 	}
 }
