@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/loupe-dev/loupe/dataset"
-	"github.com/loupe-dev/loupe/replay"
 	"github.com/loupe-dev/loupe/store"
 )
 
@@ -29,7 +28,6 @@ func (s *Server) datasetRoutes() []route {
 		{"POST /api/v1/datasets/{name}/cases", scopeAdmin, light, s.addCases},
 		{"DELETE /api/v1/datasets/{name}", scopeAdmin, cheap, s.deleteDataset},
 		{"GET /api/v1/traces/{id}/case", scopeRead, heavy, s.traceCase},
-		{"GET /api/v1/traces/diff", scopeRead, heavy, s.diffTraces},
 		{"GET /api/v1/experiments", scopeRead, light, s.listExperiments},
 		{"GET /api/v1/experiments/compare", scopeRead, light, s.compareExperiments},
 		{"GET /api/v1/experiments/{name}", scopeRead, light, s.getExperiment},
@@ -265,27 +263,6 @@ func (s *Server) traceCase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, dataset.FromTrace(t.Records))
-}
-
-// diffTraces is GET /api/v1/traces/diff?a=&b=: two runs side by side with
-// their first divergence, as `loupe traces diff` computes it.
-func (s *Server) diffTraces(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	a, b := q.Get("a"), q.Get("b")
-	if a == "" || b == "" {
-		writeError(w, http.StatusBadRequest, "give two trace ids: ?a=ID&b=ID")
-		return
-	}
-	c, err := replay.CompareStored(r.Context(), s.o.Store, a, b)
-	if err != nil {
-		if isNotFound(err) {
-			writeError(w, http.StatusNotFound, err.Error())
-		} else {
-			s.queryError(w, r, err)
-		}
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, c)
 }
 
 // ExperimentListJSON is the answer of GET /api/v1/experiments.

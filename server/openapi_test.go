@@ -106,6 +106,11 @@ func TestOpenAPI(t *testing.T) {
 		{"delete /api/v1/scores/{id}", "DELETE", "/api/v1/scores/x", "", ""},
 		{"delete /api/v1/traces/{id}", "DELETE", "/api/v1/traces/" + id, "", ""},
 		{"delete /api/v1/traces/{id}", "DELETE", "/api/v1/traces/" + id, "", ""},
+		{"get /api/v1/traces/diff", "GET", "/api/v1/traces/diff?a=" + id, "", ""},
+		{"get /api/v1/traces/diff", "GET", "/api/v1/traces/diff?a=" + id + "&b=" + id, "", ""},
+		{"get /api/v1/branch", "GET", "/api/v1/branch", "", ""},
+		{"post /api/v1/traces/{id}/branch", "POST", "/api/v1/traces/" + id + "/branch", "application/json", `{"step": 1, "model": "openai:x"}`},
+		{"post /api/v1/traces/{id}/branch", "POST", "/api/v1/traces/" + id + "/branch", "text/plain", ""},
 	} {
 		code, body, resp := e.do(tt.method, tt.url, tt.ctype, []byte(tt.body))
 		op, ok := ops[tt.op]

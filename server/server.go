@@ -13,6 +13,10 @@
 //     Last-Event-ID;
 //   - monitors and their firings (package alert): /api/v1/monitors and
 //     /api/v1/alerts, from Options.Alerts or the store;
+//   - branches: POST /api/v1/traces/{id}/branch re-runs a stored run
+//     from a step with another model (Options.BranchModels) as
+//     `loupe replay --from-step` does, and GET /api/v1/traces/diff
+//     compares two runs as `loupe traces diff` does;
 //   - its OpenAPI document at /api/v1/openapi.json;
 //   - optionally, Loupe's MCP server at /mcp (Options.MCP).
 //
@@ -168,6 +172,17 @@ type Options struct {
 	// hits at once, and separately those that list or aggregate; more wait
 	// their turn (up to 30 s, then 503). Zero means twice GOMAXPROCS.
 	MaxExpensive int
+
+	// BranchModels are the model specs (llm.Open: "openai:gpt-4o-mini",
+	// "scripted:FILE") that POST /api/v1/traces/{id}/branch may run a
+	// stored run's later steps with; any other is refused with 403. Empty
+	// turns branching off. BranchMaxCostUSD bounds what one branch's live
+	// steps may spend (enforced as the run's agent.Limits.MaxCostUSD; a
+	// model without a price then stops the branch); zero means no limit.
+	// BranchTimeout bounds one branch; zero means DefaultBranchTimeout.
+	BranchModels     []string
+	BranchMaxCostUSD float64
+	BranchTimeout    time.Duration
 }
 
 // Server is the collector's http.Handler. Create it with New; it is safe
@@ -189,6 +204,7 @@ type Server struct {
 	ret          retention
 	sessions     *sessions        // the web UI's sign-ins (session.go)
 	alerts       *alert.Engine    // nil when the store keeps no monitors (monitors.go)
+	branches     *branches        // the running branches (branch.go)
 	now          func() time.Time // the clock of sessions; tests set it
 }
 
@@ -221,6 +237,9 @@ func New(o Options) (*Server, error) {
 	if o.Retain < 0 {
 		return nil, fmt.Errorf("server: Options.Retain is negative (%s)", o.Retain)
 	}
+	if o.BranchMaxCostUSD < 0 || o.BranchMaxCostUSD != o.BranchMaxCostUSD {
+		return nil, fmt.Errorf("server: Options.BranchMaxCostUSD is %v; give a cost in USD, or 0 for no limit", o.BranchMaxCostUSD)
+	}
 	if o.RetainEvery <= 0 {
 		o.RetainEvery = DefaultRetainEvery
 	}
@@ -228,7 +247,7 @@ func New(o Options) (*Server, error) {
 		o: o, mux: http.NewServeMux(), hub: newHub(o.StreamBuffer), log: o.Logger,
 		cop: http.NewCrossOriginProtection(), budget: newByteBudget(o.MaxResponseBytes),
 		light: make(slots, o.MaxExpensive), heavy: make(slots, o.MaxExpensive),
-		sessions: newSessions(), now: time.Now,
+		sessions: newSessions(), now: time.Now, branches: newBranches(),
 	}
 	for _, origin := range o.TrustedOrigins {
 		if err := s.cop.AddTrustedOrigin(origin); err != nil {
@@ -300,12 +319,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Close ends every live stream and refuses new ones, and stops the
-// scheduled retention passes (waiting for a running one). Ingest and the
+// Close ends every live stream and refuses new ones, stops the
+// scheduled retention passes (waiting for a running one) and cancels the
+// running branches (waiting for them to store their end). Ingest and the
 // API keep working.
 func (s *Server) Close() {
 	s.hub.close()
 	s.stopRetention()
+	s.branches.stop()
 }
 
 // NewHTTPServer returns an http.Server for h on addr with the collector's
@@ -386,6 +407,9 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/scores/stats", scopeRead, light, s.scoreStats},
 		{"GET /api/v1/score-configs", scopeRead, cheap, s.getScoreConfigs},
 		{"PUT /api/v1/score-configs", scopeAdmin, cheap, s.putScoreConfig},
+		{"POST /api/v1/traces/{id}/branch", scopeAdmin, heavy, s.postBranch},
+		{"GET /api/v1/traces/diff", scopeRead, heavy, s.getDiff},
+		{"GET /api/v1/branch", scopeRead, cheap, s.getBranchConfig},
 	}, s.datasetRoutes()...)
 }
 

@@ -103,6 +103,8 @@ func TestHostileContent(t *testing.T) {
 		t.Errorf("tree names %q do not show the markup as text", names)
 	}
 	tb.screenshot(t, "hostile-run")
+	tb.do(t, "the run compared with itself", chromedp.Navigate(e.ts.URL+"/#/compare/"+id.String()+"/"+id.String()), waitLoaded(`#app[data-loaded="true"] #compare-steps`))
+	check("compare")
 	tb.do(t, "search the markup", chromedp.Navigate(e.ts.URL+"/#/runs?q=pwned"), waitLoaded(`#hits tbody tr`))
 	check("search")
 	if n := dialogs.Load(); n > 0 {

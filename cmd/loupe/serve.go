@@ -40,6 +40,9 @@ func newServeCmd() *cobra.Command {
 		retain        time.Duration
 		monitorsFile  string
 		uiURL         string
+
+		branchModels  []string
+		branchMaxCost float64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -87,7 +90,8 @@ after the requests in flight are committed and answered.`,
 				if len(publicHosts) > 0 && !requireKeys {
 					return fmt.Errorf("--public-host %s: serving a public name requires API keys (--require-keys, and loupe keys create)", strings.Join(publicHosts, ","))
 				}
-				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices, Hosts: publicHosts, TrustedOrigins: origins, Retain: retain}
+				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices, Hosts: publicHosts, TrustedOrigins: origins, Retain: retain,
+					BranchModels: branchModels, BranchMaxCostUSD: branchMaxCost}
 				if !noUI {
 					o.UI = ui.Handler()
 				}
@@ -167,6 +171,8 @@ after the requests in flight are committed and answered.`,
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
 	cmd.Flags().StringSliceVar(&redactKeys, "redact-keys", nil, "also redact the values of JSON fields with these names (e.g. ssn,customer_email)")
+	cmd.Flags().StringSliceVar(&branchModels, "branch-models", nil, "models (provider:model, as --model of loupe replay) an admin may re-run a stored run from a step with, in the web UI or POST /api/v1/traces/{id}/branch; none by default")
+	cmd.Flags().Float64Var(&branchMaxCost, "branch-max-cost", 1, "USD that the live steps of one branch may spend (0: no limit); a model without a price cannot be held to it and stops the branch")
 	mcpf.add(cmd, "mcp-")
 	return cmd
 }

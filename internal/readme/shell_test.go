@@ -115,6 +115,9 @@ var readmeCommands = map[string]step{
 	"loupe replay 2d9e96bf87fe": {want: []string{"no divergence"}},
 	`loupe replay 2d9e96bf87fe --from-step 3 --model scripted:turns.yaml --system "Answer in one sentence."`: {want: []string{"new run: ", "replay-of:"}},
 	"loupe traces diff 2d9e96bf87fe 7c01d2a9e4b3":                                                            {want: []string{"≠"}},
+	"loupe serve --branch-models scripted:turns.yaml,openai:gpt-4o-mini --branch-max-cost 0.25":              {serve: true},
+	`curl -s -X POST http://127.0.0.1:4318/api/v1/traces/2d9e96bf87fe/branch -H 'Content-Type: application/json' -d '{"step": 3, "model": "scripted:turns.yaml"}'`: {
+		want: []string{`"trace_id":`, `"from_step":3`, `"compare":"/api/v1/traces/diff?a=`}},
 	// Pipelines (the files are the real ones of the checkout).
 	"loupe pipeline validate testdata/real/omni/*.yaml testdata/real/ultrarag/*.yaml":      {dir: "checkout", want: []string{"demo-loop.yaml: valid (omni)", "vanilla_rag.yaml: valid (ultrarag)"}},
 	"loupe pipeline graph testdata/real/omni/ultrarag_complex.yaml":                        {dir: "checkout", want: []string{"flowchart"}},
@@ -257,7 +260,7 @@ func TestREADMEShellCommands(t *testing.T) {
 		"static-trace.json":  "agentv/static-trace.json",
 		"session.trace.json": "omni/session_rag_demo.trace.json",
 		"otel-traces.jsonl":  "fragola/otel-traces.jsonl",
-		"turns.yaml":         "", // the live model of the replay branch
+		"turns.yaml":         "", // the live model of the replay branches (priced, so a cost limit holds)
 		"agent-v1.yaml":      agentV1,
 		"agent-v2.yaml":      agentV2,
 		"monitors.yaml":      "", // the README's monitors file
@@ -275,7 +278,7 @@ func TestREADMEShellCommands(t *testing.T) {
 			continue
 		}
 		if real == "" {
-			if err := os.WriteFile(filepath.Join(tmp, name), []byte("model: branch-model\nturns:\n  - answer: It is 409.8.\n"), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(tmp, name), []byte("model: branch-model\nprice: {input_per_mtok: 0, output_per_mtok: 0}\nturns:\n  - answer: It is 409.8.\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			continue

@@ -4,12 +4,11 @@
 //   #/dashboard?since=24h   aggregates
 //   #/evaluations           evaluation runs; #/evaluation/<id> one of them
 //   #/sessions?user=&since= sessions; #/session/<id> one as its conversation
-
 //   #/datasets              datasets; #/dataset/<name>?version=N one version
-//   #/experiments?dataset=  experiments; #/compare?a=&b= two compared;
+//   #/experiments?dataset=  experiments; #/compare?a=&b= two experiments compared;
 //   #/tracediff?a=&b=       two runs side by side, first divergence marked
-
 //   #/alerts                monitors and their firings
+//   #/compare/<a>/<b>       two runs side by side (a branch and its original), the first divergence marked
 // On a collector that requires API keys, the sign-in form stands in for
 // every page until a key is given (session.js); the route is kept, so a
 // deep link opens after signing in.
@@ -20,11 +19,10 @@ import { runPage } from './run.js';
 import { dashboardPage } from './dashboard.js';
 import { evaluationsPage, evaluationPage } from './evaluations.js';
 import { sessionsPage, sessionPage } from './sessions.js';
-
 import { datasetsPage, datasetPage } from './datasets.js';
 import { experimentsPage, comparePage, traceDiffPage } from './experiments.js';
-
 import { alertsPage } from './alerts.js';
+import { comparePage as runsComparePage } from './compare.js';
 
 let current = null; // the page's cleanup function (closes streams)
 let signedIn = false;
@@ -57,13 +55,12 @@ function route() {
     case 'evaluation': cleanup = evaluationPage(main, parts[1] || ''); break;
     case 'sessions': cleanup = sessionsPage(main, params); break;
     case 'session': cleanup = sessionPage(main, parts[1] || ''); break;
-
     case 'datasets': cleanup = datasetsPage(main); break;
     case 'dataset': cleanup = datasetPage(main, parts[1] || '', params); break;
     case 'experiments': cleanup = experimentsPage(main, params); break;
-    case 'compare': cleanup = comparePage(main, params); break;
+    // #/compare/<a>/<b> compares two runs; #/compare?a=&b= two experiments.
+    case 'compare': cleanup = parts[1] ? runsComparePage(main, parts[1], parts[2] || '') : comparePage(main, params); break;
     case 'tracediff': cleanup = traceDiffPage(main, params); break;
-
     case 'alerts': cleanup = alertsPage(main, params); break;
     default: showError(`no such page: ${page}`);
   }

@@ -10,6 +10,8 @@ import { annotatePanel } from './annotate.js';
 
 import { addToDatasetButton } from './datasets.js';
 
+import { branchControl } from './branch.js';
+
 const ROW = 22;      // px per row; .row's height in style.css
 const OVERSCAN = 8;  // rows drawn above and below the view
 
@@ -371,6 +373,7 @@ function spanDetails(n, m) {
     ['children', n.children.length || ''],
   ]));
   if (n.error) out.push(el('div', { className: 'errtext', id: 'detail-error' }, clip(n.error, 20000)));
+  out.push(...branchControl(n, m));
   for (const r of n.recs) {
     const box = el('div', { className: 'rec', 'data-seq': r.seq });
     box.append(el('h3', {}, `#${r.seq} ${r.type}`, el('span', { className: 'muted' }, ' ' + fmtTime(r.time))));
