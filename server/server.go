@@ -51,6 +51,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/loupe-dev/loupe/online"
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
@@ -151,6 +152,12 @@ type Options struct {
 	// (zero means DefaultRetainEvery), in short transactions so that
 	// ingest is not held up; see ApplyRetention and Retention.
 	Retain, RetainEvery time.Duration
+
+	// Online, if set, evaluates the traces that end with its rules
+	// (package online): the server tells it of every root run.end it
+	// commits, without waiting, and serves its rules at /api/v1/rules.
+	// The caller creates and closes it.
+	Online *online.Engine
 
 	// MaxExpensive bounds the requests that load whole traces or search
 	// hits at once, and separately those that list or aggregate; more wait
@@ -355,6 +362,11 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/session", scopeRead, cheap, s.getSession},
 		{"POST /api/v1/session", scopeNone, cheap, s.postSession},
 		{"DELETE /api/v1/session", scopeNone, cheap, s.deleteSession},
+		{"GET /api/v1/rules", scopeRead, light, s.listRules},
+		{"POST /api/v1/rules", scopeAdmin, cheap, s.addRule},
+		{"POST /api/v1/rules/{name}/pause", scopeAdmin, cheap, s.pauseRule},
+		{"POST /api/v1/rules/{name}/resume", scopeAdmin, cheap, s.resumeRule},
+		{"DELETE /api/v1/rules/{name}", scopeAdmin, cheap, s.deleteRule},
 	}
 }
 
