@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -216,7 +217,13 @@ func New(o Options) (*Engine, error) {
 	}
 	j := o.Judge
 	if j == nil && jc.Model != "" {
-		mj, err := evalrun.OpenJudge(jc.Model, llm.Options{BaseURL: jc.BaseURL, Prices: o.Prices})
+		lo := llm.Options{BaseURL: jc.BaseURL, Prices: o.Prices}
+		if jc.APIKeyEnv != "" {
+			if lo.APIKey = os.Getenv(jc.APIKeyEnv); lo.APIKey == "" {
+				return nil, fmt.Errorf("online: the rules' judge: the environment variable %s (judge: api_key_env) is empty; export the judge's API key in it", jc.APIKeyEnv)
+			}
+		}
+		mj, err := evalrun.OpenJudge(jc.Model, lo)
 		if err != nil {
 			return nil, fmt.Errorf("online: the rules' judge: %w", err)
 		}
@@ -687,7 +694,7 @@ func resultScores(r *Rule, id trace.TraceID, res eval.CaseResult, now time.Time)
 		name := scoreName(r.Name, g)
 		scores = append(scores, store.Score{
 			ID: scoreID(r.Name, id, name), TraceID: id, Name: name, Kind: store.ScoreNumeric, Value: a.Score,
-			Comment: trace.TruncateUTF8(strings.TrimRight(a.Explain(), "\n"), store.MaxScoreCommentBytes),
+			Comment: graderComment(a),
 			Source:  store.SourceOnline, Author: trace.TruncateUTF8(a.Name, store.MaxScoreAuthorBytes), Rule: r.Name, Time: now,
 		})
 	}
@@ -711,6 +718,26 @@ func resultScores(r *Rule, id trace.TraceID, res eval.CaseResult, now time.Time)
 		})
 	}
 	return scores, false
+}
+
+// graderComment is a grader's explanation (eval's, as loupe eval prints
+// it): for a failure, which call is missing and which argument differs;
+// for a pass, which checks held and the judge's evidence too.
+func graderComment(a eval.AssertionResult) string {
+	var b strings.Builder
+	b.WriteString(a.Explain())
+	if a.Verdict == eval.Pass {
+		for _, c := range a.Checks {
+			fmt.Fprintf(&b, "      ✓ %s\n", c.Text)
+			if c.Evidence != "" {
+				fmt.Fprintf(&b, "          judge: %s\n", c.Evidence)
+			}
+		}
+		if a.Reasoning != "" {
+			fmt.Fprintf(&b, "      judge's reasoning: %s\n", a.Reasoning)
+		}
+	}
+	return trace.TruncateUTF8(strings.TrimSpace(b.String()), store.MaxScoreCommentBytes)
 }
 
 func overallComment(res eval.CaseResult) string {

@@ -127,7 +127,7 @@ func (e *Engine) status(ctx context.Context, rs *ruleState) (Status, error) {
 // history fills the score statistics of s from the rule's stored
 // overall scores of the last 24 hours.
 func (e *Engine) history(ctx context.Context, rule string, now time.Time, s *Stats) error {
-	since := now.Add(-24 * time.Hour).Truncate(time.Hour)
+	since := now.UTC().Add(-24 * time.Hour).Truncate(time.Hour)
 	type acc struct {
 		n            int64
 		score, passN float64

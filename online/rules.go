@@ -49,6 +49,9 @@ type JudgeConfig struct {
 	// server); the API key is read from the provider's usual environment
 	// variable.
 	BaseURL string `json:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable that holds the judge's
+	// API key; "" means the provider's usual one (OPENAI_API_KEY...).
+	APIKeyEnv string `json:"api_key_env,omitempty"`
 	// Timeout bounds one judge call; 0 means DefaultJudgeTimeout.
 	Timeout time.Duration `json:"timeout_ns,omitempty"`
 	// Concurrency bounds the judge calls in flight, across rules; 0
@@ -113,6 +116,7 @@ type rawRule struct {
 type rawJudge struct {
 	Model       string `yaml:"model"`
 	BaseURL     string `yaml:"base_url"`
+	APIKeyEnv   string `yaml:"api_key_env"`
 	Timeout     string `yaml:"timeout"`
 	Concurrency int    `yaml:"concurrency"`
 }
@@ -159,7 +163,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	c := &Config{}
 	var errs []error
 	if j := raw.Judge; j != nil {
-		c.Judge = JudgeConfig{Model: strings.TrimSpace(j.Model), BaseURL: j.BaseURL, Concurrency: j.Concurrency}
+		c.Judge = JudgeConfig{Model: strings.TrimSpace(j.Model), BaseURL: j.BaseURL, APIKeyEnv: j.APIKeyEnv, Concurrency: j.Concurrency}
 		if j.Timeout != "" {
 			d, err := store.ParseDuration(j.Timeout)
 			if err != nil || d <= 0 {

@@ -113,6 +113,13 @@ func TestTrajectoryOutputFallbacks(t *testing.T) {
 			ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.JSON(map[string]any{"content": "second"})})
 		}, "second", 2},
 		{"nothing", func(context.Context, *trace.ExecutionContext) {}, "", 1},
+		// A last assistant turn that only calls tools is not the answer.
+		{"assistant message with text", func(_ context.Context, ec *trace.ExecutionContext) {
+			ec.Message("user", trace.Text("hi"))
+			ec.Message("assistant", trace.Text("The answer."))
+			ec.Message("assistant", trace.Text(""))
+			ec.Message("assistant", trace.JSON(map[string]any{"content": " "}))
+		}, "The answer.", 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,5 +243,35 @@ func TestTrajectoryUnknownCostStaysNil(t *testing.T) {
 	}))
 	if got.CostUSD != nil || got.LLMCalls == nil || *got.LLMCalls != 2 {
 		t.Errorf("CostUSD=%v LLMCalls=%v, want an unknown cost over 2 calls", got.CostUSD, got.LLMCalls)
+	}
+}
+
+// A run whose input and output are lists of chat messages (OpenTelemetry
+// GenAI spans, OpenAI and Anthropic requests): the output is the last
+// assistant message that has text, the input the user messages' text.
+func TestTrajectoryChatMessageValues(t *testing.T) {
+	tests := []struct {
+		name, in, out, wantIn, wantOut string
+	}{
+		{"genai parts",
+			`[{"role":"system","parts":[{"type":"text","content":"Be brief."}]},{"role":"user","parts":[{"type":"text","content":"Where is order 17?"}]}]`,
+			`[{"role":"assistant","parts":[{"type":"text","content":"It has shipped."}]},{"role":"assistant","parts":[{"type":"tool_call","name":"notify","arguments":{"id":17}}]}]`,
+			"Where is order 17?", "It has shipped."},
+		{"openai content",
+			`[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b"}]}]`,
+			`[{"role":"assistant","content":"first"},{"role":"assistant","content":[{"type":"text","text":"second"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}]`,
+			"a\nb", "second"},
+		{"not messages", `[1,2]`, `[{"x":1}]`, `[1,2]`, `[{"x":1}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := trace.New(trace.Options{Now: fixedClock()})
+			_, ec := tr.Start(context.Background(), "agent", trace.RunOptions{Input: trace.Raw([]byte(tt.in))})
+			ec.End(trace.Raw([]byte(tt.out)), nil)
+			got := fromtrace.Trajectory(ec.Records())
+			if got.Output != tt.wantOut || len(got.Messages) != 2 || got.Messages[0].Content != tt.wantIn {
+				t.Errorf("Output %q, messages %+v; want %q and input %q", got.Output, got.Messages, tt.wantOut, tt.wantIn)
+			}
+		})
 	}
 }
