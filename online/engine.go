@@ -117,12 +117,12 @@ type Engine struct {
 	active  atomic.Int32 // rules that are not paused
 	stale   map[trace.TraceID]struct{}
 
-	queue  chan item
-	stop   chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // workers
-	bg     sync.WaitGroup // the background loop
+	queue   chan item
+	stop    chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // workers
+	bg      sync.WaitGroup // the background loop
 	dropped atomic.Int64
 }
 

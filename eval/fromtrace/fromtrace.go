@@ -291,11 +291,11 @@ func setInput(c *eval.ToolCall, v trace.Value) {
 	}
 	switch x := decode(v).(type) {
 	case map[string]any:
-		c.Args, c.ArgsRaw = x, nil
+		c.Args, c.ArgsOrder, c.ArgsRaw = x, eval.ObjectKeys(v), nil
 	case nil:
-		c.Args, c.ArgsRaw = nil, nil
+		c.Args, c.ArgsOrder, c.ArgsRaw = nil, nil, nil
 	default:
-		c.Args, c.ArgsRaw = nil, x
+		c.Args, c.ArgsOrder, c.ArgsRaw = nil, nil, x
 	}
 }
 

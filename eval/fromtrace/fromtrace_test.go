@@ -275,3 +275,16 @@ func TestTrajectoryChatMessageValues(t *testing.T) {
 		})
 	}
 }
+
+// A tool call's arguments keep the order the call wrote them in, which
+// judges are shown (a decoded map keeps none).
+func TestTrajectoryArgsOrder(t *testing.T) {
+	recs := record(t, "q", func(_ context.Context, ec *trace.ExecutionContext) {
+		sp := ec.StartSpan(trace.SpanTool, "search", trace.Raw([]byte(`{"query":"q","lang":"fr","query":"again"}`)))
+		sp.End(nil, nil)
+	})
+	got := fromtrace.Trajectory(recs)
+	if len(got.Calls) != 1 || !reflect.DeepEqual(got.Calls[0].ArgsOrder, []string{"query", "lang"}) {
+		t.Errorf("calls %+v", got.Calls)
+	}
+}
