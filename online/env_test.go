@@ -253,3 +253,5 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 func dbPath(t testing.TB) string { return filepath.Join(t.TempDir(), "loupe.db") }
+
+func storeList(n int) store.ListQuery { return store.ListQuery{Limit: n} }
