@@ -124,15 +124,28 @@ func traceID(salt byte, i int) trace.TraceID {
 	return trace.TraceID{salt, byte(i >> 16), byte(i >> 8), byte(i), 0xa}
 }
 
+type ptraceTraces = ptrace.Traces
+
 // postOTLP posts td to the collector as OTLP/HTTP protobuf.
-func postOTLP(t testing.TB, url string, td ptrace.Traces) {
+func postOTLP(t testing.TB, url string, td ptrace.Traces) { t.Helper(); postOTLPWith(t, url, "", td) }
+
+// postOTLPWith posts td with an API key (none when key is "").
+func postOTLPWith(t testing.TB, url, key string, td ptrace.Traces) {
 	t.Helper()
 	var pm ptrace.ProtoMarshaler
 	raw, err := pm.MarshalTraces(td)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(url+"/v1/traces", "application/x-protobuf", bytes.NewReader(raw))
+	req, err := http.NewRequest("POST", url+"/v1/traces", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
