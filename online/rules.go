@@ -126,6 +126,8 @@ type rawFile struct {
 	Rules []rawRule `yaml:"rules"`
 }
 
+const keysHint = "a rules file holds judge: (model, base_url, api_key_env, timeout, concurrency) and rules:, each rule name, filter, sample, budget_usd_per_hour, criteria, threshold and assertions"
+
 const fileHint = `write "rules:", a list of rules with name:, filter:, sample: and assertions: (and "judge:" with model: for LLM graders)`
 
 // ParseFile reads and parses the rules file at path. See Parse.
@@ -157,7 +159,10 @@ func Parse(name string, data []byte) (*Config, error) {
 	var raw rawFile
 	f, err := yamlpos.DecodeFile(data, name, "rules file", fileHint, &raw)
 	if err != nil {
-		return nil, err
+		if strings.Contains(err.Error(), "unknown field") {
+			return nil, fmt.Errorf("%w (%s)", err, keysHint)
+		}
+		return nil, fmt.Errorf("%w; fix the YAML at this position", err)
 	}
 	at := func(path string) string { return yamlpos.At(f, name, path) }
 	c := &Config{}
@@ -222,7 +227,7 @@ func ParseRule(name string, data []byte) (*Rule, error) {
 	var rr rawRule
 	f, err := yamlpos.DecodeFile(data, name, "rule", `write an object with "name", "filter", "sample" and "assertions"`, &rr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (a rule has name, filter, sample, budget_usd_per_hour, criteria, threshold and assertions)", err)
 	}
 	r, err := buildRule(f, name, data, "$", rr)
 	if err != nil {
@@ -240,7 +245,14 @@ func buildRule(f *ast.File, name string, data []byte, path string, rr rawRule) (
 	r := &Rule{Name: rr.Name, Filter: strings.TrimSpace(rr.Filter), Sample: 1, BudgetUSDPerHour: rr.BudgetUSDPerHour,
 		Criteria: rr.Criteria, Threshold: rr.Threshold}
 	if err := checkRuleName(r.Name); err != nil {
-		return nil, fmt.Errorf("%s: %v", at(path), err)
+		where := at(path)
+		if r.Name != "" {
+			where = at(path + ".name")
+		}
+		return nil, fmt.Errorf("%s: %v", where, err)
+	}
+	if rr.Assertions == nil {
+		return nil, fmt.Errorf("%s: rule %q has no assertions; add assertions: with at least one grader, written as in an AgentV eval file", at(path), r.Name)
 	}
 	if r.Filter != "" {
 		if _, err := store.ParseQuery(r.Filter); err != nil {
