@@ -3,6 +3,7 @@
 //   #/run/<id>?span=<sid>   one run, a span selected (or ?seq=<n>)
 //   #/dashboard?since=24h   aggregates
 //   #/evaluations           evaluation runs; #/evaluation/<id> one of them
+//   #/rules                 online evaluation rules
 // On a collector that requires API keys, the sign-in form stands in for
 // every page until a key is given (session.js); the route is kept, so a
 // deep link opens after signing in.
@@ -12,6 +13,7 @@ import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { dashboardPage } from './dashboard.js';
 import { evaluationsPage, evaluationPage } from './evaluations.js';
+import { rulesPage } from './rules.js';
 
 let current = null; // the page's cleanup function (closes streams)
 let signedIn = false;
@@ -42,6 +44,7 @@ function route() {
     case 'dashboard': cleanup = dashboardPage(main, params); break;
     case 'evaluations': cleanup = evaluationsPage(main, params); break;
     case 'evaluation': cleanup = evaluationPage(main, parts[1] || ''); break;
+    case 'rules': cleanup = rulesPage(main); break;
     default: showError(`no such page: ${page}`);
   }
   current = cleanup || null;
