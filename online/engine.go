@@ -33,6 +33,8 @@ const (
 	DefaultCatchUpWindow = 24 * time.Hour
 	DefaultCatchUpMargin = 30 * time.Minute
 	checkpointEvery      = 5 * time.Second
+	// maxBatch bounds the traces a worker takes from the queue at once.
+	maxBatch = 32
 )
 
 // Settings keys: API-made rules under RulePrefix+name, the checkpoint
@@ -384,8 +386,27 @@ func (e *Engine) worker() {
 		case <-e.stop:
 			return
 		case it := <-e.queue:
-			e.process(e.ctx, it.id)
-			e.donePending(it.id)
+			// Take what else waits, up to maxBatch: one query per rule
+			// serves them all.
+			ids := []trace.TraceID{it.id}
+		more:
+			for len(ids) < maxBatch {
+				select {
+				case it := <-e.queue:
+					ids = append(ids, it.id)
+				default:
+					break more
+				}
+			}
+			if !e.process(e.ctx, ids) {
+				// Stopped midway: the batch stays pending, so the
+				// checkpoint stays before it and a restart catches up
+				// (what was scored is not graded again).
+				return
+			}
+			for _, id := range ids {
+				e.donePending(id)
+			}
 		}
 	}
 }
@@ -567,80 +588,157 @@ func (e *Engine) isPaused(rs *ruleState) bool {
 	return rs.paused
 }
 
-// process evaluates trace id by every active rule that selects it.
-func (e *Engine) process(ctx context.Context, id trace.TraceID) {
-	var tr *store.Trace
+// process evaluates a batch of traces by every active rule that selects
+// them. Each rule asks the store once per batch which traces its filter
+// selects and which it already scored, so that evaluation costs few
+// queries when many traces end at once; each trace is loaded once. It
+// reports false when the engine stopped (or ctx ended) before the batch
+// was done: Close lets the evaluation in flight finish, not the batch.
+func (e *Engine) process(ctx context.Context, ids []trace.TraceID) bool {
+	ids = uniqueIDs(ids)
+	loaded := map[trace.TraceID]*store.Trace{}
 	for _, rs := range e.snapshot() {
-		if ctx.Err() != nil {
-			return
+		if e.stopping(ctx) {
+			return false
 		}
 		if e.isPaused(rs) {
 			continue
 		}
 		r := rs.rule
-		ok, err := e.matches(ctx, r, id)
+		matched, err := e.matches(ctx, r, ids)
 		if err != nil {
 			rs.errors.Add(1)
-			e.log.Warn("loupe serve: online rule: filter failed", "rule", r.Name, "trace", id, "err", err)
+			e.log.Warn("loupe serve: online rule: filter failed", "rule", r.Name, "err", err)
 			continue
 		}
-		if !ok {
-			continue
-		}
-		rs.matched.Add(1)
-		if !Sampled(r, id) {
-			continue
-		}
-		rs.sampled.Add(1)
-		// A trace the rule already scored is not graded again: no
-		// judge call is repeated (a restart, a second queueing).
-		page, err := e.scores.Scores(ctx, store.ScoreFilter{TraceIDs: []trace.TraceID{id}, Rule: r.Name, Source: store.SourceOnline, Name: scoreName(r.Name, "score"), Limit: 1})
-		if err != nil {
-			rs.errors.Add(1)
-			e.log.Warn("loupe serve: online rule: reading scores failed", "rule", r.Name, "trace", id, "err", err)
-			continue
-		}
-		if len(page.Scores) > 0 {
-			continue
-		}
-		if tr == nil {
-			if tr, err = e.st.Trace(ctx, id); err != nil {
-				rs.errors.Add(1)
-				e.log.Warn("loupe serve: online rule: loading the trace failed", "rule", r.Name, "trace", id, "err", err)
-				return
+		var sampled []trace.TraceID
+		for _, id := range ids {
+			if !matched[id] {
+				continue
+			}
+			rs.matched.Add(1)
+			if Sampled(r, id) {
+				rs.sampled.Add(1)
+				sampled = append(sampled, id)
 			}
 		}
+		if len(sampled) == 0 {
+			continue
+		}
 		if r.judges && e.judge == nil {
-			rs.errors.Add(1) // an API rule made on a collector with a judge
+			rs.errors.Add(int64(len(sampled))) // an API rule made on a collector with a judge
 			continue
 		}
-		if r.judges && e.overBudget(rs) {
+		// A trace the rule already scored is not graded again: no judge
+		// call is repeated (a restart, a second queueing).
+		done, err := e.scored(ctx, r.Name, sampled)
+		if err != nil {
+			rs.errors.Add(1)
+			e.log.Warn("loupe serve: online rule: reading scores failed", "rule", r.Name, "err", err)
 			continue
 		}
-		e.evaluate(ctx, rs, tr)
+		for _, id := range sampled {
+			if e.stopping(ctx) {
+				return false
+			}
+			if done[id] {
+				continue
+			}
+			tr := loaded[id]
+			if tr == nil {
+				if tr, err = e.st.Trace(ctx, id); err != nil {
+					rs.errors.Add(1)
+					e.log.Warn("loupe serve: online rule: loading the trace failed", "rule", r.Name, "trace", id, "err", err)
+					continue
+				}
+				loaded[id] = tr
+			}
+			if e.isPaused(rs) || r.judges && e.overBudget(rs) {
+				break
+			}
+			e.evaluate(ctx, rs, tr)
+		}
+	}
+	return !e.stopping(ctx)
+}
+
+// stopping reports whether Close was called or ctx ended.
+func (e *Engine) stopping(ctx context.Context) bool {
+	select {
+	case <-e.stop:
+		return true
+	default:
+		return ctx.Err() != nil
 	}
 }
 
-// matches reports whether r's filter selects trace id, asking the store
-// (the one query layer), so that a rule selects what loupe traces search
-// would.
-func (e *Engine) matches(ctx context.Context, r *Rule, id trace.TraceID) (bool, error) {
+func uniqueIDs(ids []trace.TraceID) []trace.TraceID {
+	seen := make(map[trace.TraceID]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// matches returns which of ids r's filter selects, asking the store (the
+// one query layer), so that a rule selects what loupe traces search
+// would: one listing for the batch, or for a filter with text or record
+// types, one search per trace.
+func (e *Engine) matches(ctx context.Context, r *Rule, ids []trace.TraceID) (map[trace.TraceID]bool, error) {
 	now := e.now()
 	q, err := store.ParseQueryAt(r.Filter, now)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if q, err = (store.Criteria{}).AgentRunsQuery(q, now); err != nil {
-		return false, err
+		return nil, err
 	}
-	q.IDs = []trace.TraceID{id}
-	q.Limit = 1
+	out := map[trace.TraceID]bool{}
 	if q.HasText() || len(q.Types) > 0 {
-		page, err := e.st.Search(ctx, q)
-		return len(page.Hits) > 0, err
+		for _, id := range ids {
+			q.IDs, q.Limit = []trace.TraceID{id}, 1
+			page, err := e.st.Search(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			out[id] = len(page.Hits) > 0
+		}
+		return out, nil
 	}
-	page, err := e.st.List(ctx, store.ListQuery{Filter: q.Filter, Limit: 1})
-	return len(page.Traces) > 0, err
+	f := q.Filter
+	f.IDs = ids
+	page, err := e.st.List(ctx, store.ListQuery{Filter: f, Limit: len(ids)})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range page.Traces {
+		out[s.ID] = true
+	}
+	return out, nil
+}
+
+// scored returns which of ids the rule has scored (its overall score is
+// stored).
+func (e *Engine) scored(ctx context.Context, rule string, ids []trace.TraceID) (map[trace.TraceID]bool, error) {
+	out := map[trace.TraceID]bool{}
+	f := store.ScoreFilter{TraceIDs: ids, Rule: rule, Source: store.SourceOnline, Name: scoreName(rule, "score"), Limit: 1000}
+	for {
+		page, err := e.scores.Scores(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range page.Scores {
+			out[s.TraceID] = true
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		f.Cursor = page.Next
+	}
 }
 
 // evaluate grades tr by rs's rule and stores the scores.
