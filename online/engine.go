@@ -28,6 +28,7 @@ import (
 const (
 	DefaultQueueSize     = 1024
 	DefaultWorkers       = 2
+	DefaultShare         = 0.1
 	DefaultSweepEvery    = time.Minute
 	DefaultRefreshEvery  = 10 * time.Second
 	DefaultCatchUpWindow = 24 * time.Hour
@@ -76,6 +77,15 @@ type Options struct {
 	// Workers is how many traces are evaluated at once; zero means
 	// DefaultWorkers.
 	Workers int
+	// Share is the share of one CPU that evaluation may take while
+	// ingest is busy (a commit in the last quarter second), in (0, 1]:
+	// after each batch a worker rests for as long as the batch's work
+	// (its waits for the judge not counted) takes at that share, so that
+	// evaluation never competes with ingest for more than Share of a
+	// CPU; work that waits too long then finds the queue full and is
+	// dropped and counted. While ingest is idle, workers do not rest.
+	// Zero means DefaultShare; 1 never rests.
+	Share float64
 	// SweepEvery is how often the engine looks for traces that went
 	// stale without ending (store.StatusIncomplete); zero means
 	// DefaultSweepEvery, negative turns the sweep off.
@@ -126,6 +136,8 @@ type Engine struct {
 	wg      sync.WaitGroup // workers
 	bg      sync.WaitGroup // the background loop
 	dropped atomic.Int64
+	// lastIngest is when Ended was last called (unix nanoseconds).
+	lastIngest atomic.Int64
 }
 
 type item struct {
@@ -193,6 +205,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if e.o.Workers <= 0 {
 		e.o.Workers = DefaultWorkers
+	}
+	if !(e.o.Share > 0 && e.o.Share <= 1) {
+		e.o.Share = DefaultShare
 	}
 	if e.o.SweepEvery == 0 {
 		e.o.SweepEvery = DefaultSweepEvery
@@ -271,6 +286,7 @@ func (e *Engine) Ended(recs []trace.Record) {
 	if e.active.Load() == 0 {
 		return
 	}
+	e.lastIngest.Store(time.Now().UnixNano())
 	for i := range recs {
 		r := &recs[i]
 		if r.Type == trace.TypeRunEnd && r.ParentID.IsZero() {
@@ -398,7 +414,9 @@ func (e *Engine) worker() {
 					break more
 				}
 			}
-			if !e.process(e.ctx, ids) {
+			start := time.Now()
+			ok, judged := e.process(e.ctx, ids)
+			if !ok {
 				// Stopped midway: the batch stays pending, so the
 				// checkpoint stays before it and a restart catches up
 				// (what was scored is not graded again).
@@ -407,7 +425,24 @@ func (e *Engine) worker() {
 			for _, id := range ids {
 				e.donePending(id)
 			}
+			e.rest(time.Since(start) - judged)
 		}
+	}
+}
+
+// rest makes a worker that worked for busy wait, while ingest is busy,
+// long enough that its work stays within its part of Options.Share.
+func (e *Engine) rest(busy time.Duration) {
+	share := e.o.Share / float64(e.o.Workers)
+	if share >= 1 || busy <= 0 || time.Since(time.Unix(0, e.lastIngest.Load())) > 250*time.Millisecond {
+		return
+	}
+	d := min(time.Duration(float64(busy)*(1-share)/share), 5*time.Second)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-e.stop:
 	}
 }
 
@@ -594,12 +629,13 @@ func (e *Engine) isPaused(rs *ruleState) bool {
 // queries when many traces end at once; each trace is loaded once. It
 // reports false when the engine stopped (or ctx ended) before the batch
 // was done: Close lets the evaluation in flight finish, not the batch.
-func (e *Engine) process(ctx context.Context, ids []trace.TraceID) bool {
+// judged is the time spent waiting for the judge.
+func (e *Engine) process(ctx context.Context, ids []trace.TraceID) (ok bool, judged time.Duration) {
 	ids = uniqueIDs(ids)
 	loaded := map[trace.TraceID]*store.Trace{}
 	for _, rs := range e.snapshot() {
 		if e.stopping(ctx) {
-			return false
+			return false, judged
 		}
 		if e.isPaused(rs) {
 			continue
@@ -639,7 +675,7 @@ func (e *Engine) process(ctx context.Context, ids []trace.TraceID) bool {
 		}
 		for _, id := range sampled {
 			if e.stopping(ctx) {
-				return false
+				return false, judged
 			}
 			if done[id] {
 				continue
@@ -656,10 +692,10 @@ func (e *Engine) process(ctx context.Context, ids []trace.TraceID) bool {
 			if e.isPaused(rs) || r.judges && e.overBudget(rs) {
 				break
 			}
-			e.evaluate(ctx, rs, tr)
+			judged += e.evaluate(ctx, rs, tr)
 		}
 	}
-	return !e.stopping(ctx)
+	return !e.stopping(ctx), judged
 }
 
 // stopping reports whether Close was called or ctx ended.
@@ -741,8 +777,9 @@ func (e *Engine) scored(ctx context.Context, rule string, ids []trace.TraceID) (
 	}
 }
 
-// evaluate grades tr by rs's rule and stores the scores.
-func (e *Engine) evaluate(ctx context.Context, rs *ruleState, tr *store.Trace) {
+// evaluate grades tr by rs's rule and stores the scores. It returns the
+// time spent waiting for the judge.
+func (e *Engine) evaluate(ctx context.Context, rs *ruleState, tr *store.Trace) (judged time.Duration) {
 	r := rs.rule
 	t := fromtrace.Trajectory(tr.Records)
 	c := eval.Case{ID: r.Name, Criteria: r.Criteria, Assertions: r.Assertions}
@@ -753,21 +790,27 @@ func (e *Engine) evaluate(ctx context.Context, rs *ruleState, tr *store.Trace) {
 		}
 	}
 	res := eval.Evaluate(ctx, c, t, eval.Options{Judge: e.judge, Threshold: r.Threshold})
+	for _, a := range res.Assertions {
+		for _, jc := range a.JudgeCalls {
+			judged += jc.Duration
+		}
+	}
 	e.addCosts(rs, res)
 	if ctx.Err() != nil {
-		return // canceled: nothing stored, the catch-up does it again
+		return judged // canceled: nothing stored, the catch-up does it again
 	}
 	scores, failed := resultScores(r, tr.Summary.ID, res, e.now())
 	if _, err := e.scores.AddScores(ctx, scores); err != nil {
 		rs.errors.Add(1)
 		e.log.Warn("loupe serve: online rule: storing scores failed", "rule", r.Name, "trace", tr.Summary.ID, "err", err)
-		return
+		return judged
 	}
 	if failed {
 		rs.errors.Add(1)
-		return
+		return judged
 	}
 	rs.evaluated.Add(1)
+	return judged
 }
 
 // resultScores turns a case result into scores: one per grader that ran
