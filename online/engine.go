@@ -28,7 +28,7 @@ import (
 const (
 	DefaultQueueSize     = 1024
 	DefaultWorkers       = 2
-	DefaultShare         = 0.1
+	DefaultShare         = 0.05
 	DefaultSweepEvery    = time.Minute
 	DefaultRefreshEvery  = 10 * time.Second
 	DefaultCatchUpWindow = 24 * time.Hour

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/loupe-dev/loupe/internal/golden"
+	"github.com/loupe-dev/loupe/internal/testrepo"
 	"github.com/loupe-dev/loupe/online"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -117,3 +118,27 @@ func FuzzParse(f *testing.F) {
 }
 
 func must[T any](v T, _ error) T { return v }
+
+// The rules file README.md shows under "Grade live traffic" parses.
+func TestREADMERulesFile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testrepo.Root(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "### Grade live traffic")
+	if !ok {
+		t.Fatal("README.md has no Grade live traffic section")
+	}
+	_, y, ok := strings.Cut(after, "```yaml\n")
+	if !ok {
+		t.Fatal("the section shows no rules file")
+	}
+	y, _, _ = strings.Cut(y, "```")
+	cfg, err := online.Parse("README.md rules.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Rules) != 2 || cfg.Judge.Model == "" {
+		t.Errorf("README's rules: %+v", cfg)
+	}
+}

@@ -120,6 +120,9 @@ var readmeCommands = map[string]step{
 	`loupe pipeline run testdata/real/omni/demo-loop.yaml --param topic="typed languages"`: {dir: "checkout", want: []string{"tool generator.analyze", "branch check_quality", "memory pool:"}},
 	// Look at runs in a browser.
 	"loupe demo": {want: []string{"answer: "}},
+	// Grade live traffic.
+	"loupe serve --rules rules.yaml":             {skip: "online evaluation stores scores, which the SQLite store does not keep yet; then: {serve: true} (rules.yaml is written below)"},
+	"curl -s http://127.0.0.1:4318/api/v1/rules": {want: []string{`"rules":`}},
 }
 
 // TestREADMEShellCommands runs the commands of README.md's ```sh blocks,
@@ -196,6 +199,15 @@ func TestREADMEShellCommands(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The rules file "Grade live traffic" shows, as a reader would save it.
+	if _, after, ok := strings.Cut(string(b), "### Grade live traffic"); ok {
+		if _, y, ok := strings.Cut(after, "```yaml\n"); ok {
+			y, _, _ = strings.Cut(y, "```")
+			if err := os.WriteFile(filepath.Join(tmp, "rules.yaml"), []byte(y), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	env := readerEnv(tmp, bin)
