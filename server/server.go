@@ -10,6 +10,8 @@
 //   - live streams (Server-Sent Events): /api/v1/stream and
 //     /api/v1/traces/{id}/stream, fed from ingest, resumable with
 //     Last-Event-ID;
+//   - online evaluation rules at /api/v1/rules (Options.Online, package
+//     online), told of every root run.end committed, without waiting;
 //   - its OpenAPI document at /api/v1/openapi.json;
 //   - optionally, Loupe's MCP server at /mcp (Options.MCP).
 //
