@@ -124,7 +124,6 @@ func traceID(salt byte, i int) trace.TraceID {
 	return trace.TraceID{salt, byte(i >> 16), byte(i >> 8), byte(i), 0xa}
 }
 
-
 // postOTLP posts td to the collector as OTLP/HTTP protobuf.
 func postOTLP(t testing.TB, url string, td ptrace.Traces) { t.Helper(); postOTLPWith(t, url, "", td) }
 
