@@ -18,7 +18,7 @@ const pct = x => (100 * Number(x || 0)).toFixed(1) + '%';
 // passChart draws the pass rate per hour of the last 24 as bars (one per
 // hour with scores), each with its numbers as a tooltip.
 function passChart(history) {
-  const w = 240, h = 40, n = 24, bw = w / n;
+  const w = 144, h = 32, n = 24, bw = w / n;
   const s = svg('svg', { class: 'rulechart', width: w, height: h, viewBox: `0 0 ${w} ${h}`, role: 'img' });
   s.append(svg('title', {}, 'pass rate per hour, last 24 hours'));
   const now = Date.now();
@@ -40,9 +40,9 @@ export function rulesPage(main) {
   const body = el('tbody', { id: 'rules-body' });
   const summary = el('div', { className: 'run-head', id: 'rules-summary' });
   main.append(el('div', { className: 'filters' }, el('strong', {}, 'Online evaluation rules')), summary,
-    el('table', { className: 'grid', id: 'rules' },
-      el('thead', {}, el('tr', {}, ['Rule', 'State', 'Filter', 'Sample', 'Matched', 'Sampled', 'Evaluated', 'Dropped', 'Errors', 'Judge $/h', 'Mean score', 'Pass rate', 'Last 24 h', ''].map(h => el('th', {}, h)))),
-      body));
+    el('div', { className: 'tablewrap' }, el('table', { className: 'grid', id: 'rules' },
+      el('thead', {}, el('tr', {}, ['Rule', 'State', 'Filter', 'Sample', 'Matched', 'Sampled', 'Evaluated', 'Dropped', 'Errors', 'Judge $/h', 'Mean', 'Pass', 'Pass rate, 24 h', ''].map(h => el('th', {}, h)))),
+      body)));
   const load = () => api('/api/v1/rules', ctl.signal).then(list => {
     body.replaceChildren();
     summary.replaceChildren(
