@@ -31,6 +31,13 @@ func (m CallMetrics) String() string {
 		m.Matched, m.Expected, m.Actual, m.Precision, m.Recall, m.F1, m.Order)
 }
 
+// Explain renders one assertion's result as Explain renders it within
+// its case: the verdict, score and weight, then its checks (for a
+// trajectory, the expected and actual calls aligned, with the argument
+// differences of each failed row), a skip's or an error's reason, and a
+// judge's reasoning.
+func (a AssertionResult) Explain() string { return a.explain() }
+
 func (a AssertionResult) explain() string {
 	var b strings.Builder
 	mark := map[Verdict]string{Pass: "ok", Fail: "FAIL", Skip: "skip", CouldNotRun: "ERROR"}[a.Verdict]

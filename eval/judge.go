@@ -3,9 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 )
@@ -212,8 +210,9 @@ var keyInputFields = map[string][]string{
 
 // formatToolCalls is AgentV's formatToolCalls: "- tool: detail" per call,
 // the detail being the tool's key argument or the first short string
-// argument. Arguments are looked at in sorted key order (AgentV uses the
-// object's insertion order, which a decoded Go map does not keep).
+// argument. Arguments are looked at in the order the call gave them, as
+// AgentV does (Object.values keeps insertion order): ToolCall.ArgsOrder,
+// then, for keys it does not list, sorted order.
 func formatToolCalls(calls []ToolCall) string {
 	trunc := func(s string) string {
 		if r := []rune(s); len(r) > 120 {
@@ -232,7 +231,7 @@ func formatToolCalls(calls []ToolCall) string {
 				}
 			}
 			if detail == "" {
-				for _, k := range slices.Sorted(maps.Keys(c.Args)) {
+				for _, k := range c.argKeys() {
 					if s, ok := c.Args[k].(string); ok && s != "" && len([]rune(s)) <= 120 {
 						detail = trunc(s)
 						break

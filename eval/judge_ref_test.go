@@ -22,30 +22,8 @@ import (
 func TestEvalJudgeMatchesAgentV(t *testing.T) {
 	const dir = "testdata/agentv-ref/judge/"
 	answer := Trajectory{Output: "The capital of France is Paris."}
-	// The "tools" target's run (agent-tools.json): tool calls, then the answer.
-	var tools struct {
-		Output []struct {
-			Content   string `json:"content"`
-			ToolCalls []struct {
-				Tool  string         `json:"tool"`
-				Input map[string]any `json:"input"`
-			} `json:"tool_calls"`
-		} `json:"output"`
-	}
-	b, err := os.ReadFile(dir + "agent-tools.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &tools); err != nil {
-		t.Fatal(err)
-	}
-	withTools := Trajectory{}
-	for _, m := range tools.Output {
-		for _, c := range m.ToolCalls {
-			withTools.Calls = append(withTools.Calls, ToolCall{Name: c.Tool, Args: c.Input})
-		}
-		withTools.Output = m.Content
-	}
+	withTools := agentRun(t, dir+"agent-tools.json")
+	withOrder := agentRun(t, dir+"agent-tools-order.json")
 	for _, f := range []struct {
 		targets, ref, cases string
 		run                 Trajectory
@@ -53,9 +31,52 @@ func TestEvalJudgeMatchesAgentV(t *testing.T) {
 		{"targets.yaml", "reference.json", "cases.yaml", answer},
 		{"targets-unreadable.yaml", "reference-unreadable.json", "cases.yaml", answer},
 		{"targets.yaml", "reference-tools.json", "tool-cases.yaml", withTools},
+		// Arguments shown in the order the call gave them, and the answer
+		// the last assistant message with content, not the turn after it
+		// that only calls a tool.
+		{"targets.yaml", "reference-tools-order.json", "tool-order-cases.yaml", withOrder},
 	} {
 		t.Run(f.ref, func(t *testing.T) { judgeMatchesAgentV(t, dir, f.targets, f.ref, f.cases, f.run) })
 	}
+}
+
+// agentRun reads the output of AgentV's cli target (an agent-*.json file:
+// messages with content and tool calls) through Loupe's transcript
+// reader, as one run: the path a recorded AgentV run takes.
+func agentRun(t *testing.T, path string) Trajectory {
+	t.Helper()
+	var run struct {
+		Output []struct {
+			Role      string            `json:"role"`
+			Content   json.RawMessage   `json:"content"`
+			ToolCalls []json.RawMessage `json:"tool_calls"`
+		} `json:"output"`
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &run); err != nil {
+		t.Fatal(err)
+	}
+	var rows strings.Builder
+	for i, m := range run.Output {
+		row := map[string]any{"test_id": "run", "message_index": i, "role": m.Role, "tool_calls": m.ToolCalls}
+		if m.Content != nil {
+			row["content"] = m.Content
+		}
+		line, err := json.Marshal(row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Write(line)
+		rows.WriteByte('\n')
+	}
+	recs, err := ParseTranscript(path, strings.NewReader(rows.String()))
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%v, %d runs", err, len(recs))
+	}
+	return recs[0].Trajectory
 }
 
 func judgeMatchesAgentV(t *testing.T, dir, targetsFile, refFile, casesFile string, run Trajectory) {

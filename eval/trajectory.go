@@ -1,6 +1,11 @@
 package eval
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"time"
+)
 
 // Trajectory is what a run did, as eval sees it. The zero value is an empty
 // run: no output, no calls, and no usage, cost or duration data.
@@ -35,6 +40,10 @@ type ToolCall struct {
 	// string, float64, bool or nil). A nil map means "no input recorded",
 	// which differs from an empty object.
 	Args map[string]any
+	// ArgsOrder lists the keys of Args in the order the call wrote them
+	// (a decoded map keeps none); nil when unknown. Judges are shown the
+	// arguments in this order, as AgentV shows them (see ObjectKeys).
+	ArgsOrder []string
 	// ArgsRaw holds the input when it was recorded but is not a JSON object
 	// (for example a bare string); Args is nil then.
 	ArgsRaw any
@@ -74,4 +83,59 @@ func (c ToolCall) input() any {
 		return c.Args
 	}
 	return c.ArgsRaw
+}
+
+// ObjectKeys returns the keys of the JSON object raw in the order it
+// writes them (a repeated key once, where it first appears), or nil when
+// raw is not a JSON object. It keeps what a decoded Go map loses: the
+// order a tool call gave its arguments in, which AgentV's judge prompts
+// follow.
+func ObjectKeys(raw []byte) []string {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	keys := []string{}
+	seen := map[string]bool{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		k, ok := t.(string)
+		if !ok {
+			return nil
+		}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return keys
+}
+
+// argKeys returns the keys of c.Args in the order to show them: ArgsOrder
+// (the keys it lists that Args has), then any others sorted.
+func (c ToolCall) argKeys() []string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, k := range c.ArgsOrder {
+		if _, ok := c.Args[k]; ok && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	var rest []string
+	for k := range c.Args {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(keys, rest...)
 }

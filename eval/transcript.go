@@ -127,7 +127,10 @@ func buildTrajectory(rows []transcriptRow) (Trajectory, error) {
 		text := contentText(r.Content)
 		t.Messages = append(t.Messages, Message{Role: r.Role, Content: text})
 		before := len(t.Calls)
-		if r.Role == "assistant" {
+		// The answer is the last assistant message with content, as
+		// AgentV's extractLastAssistantContent reads it: a turn that only
+		// calls tools (no content) is not the answer.
+		if r.Role == "assistant" && len(r.Content) > 0 && string(r.Content) != "null" {
 			t.Output = text
 		}
 		for _, tc := range r.ToolCalls {
@@ -141,7 +144,7 @@ func buildTrajectory(rows []transcriptRow) (Trajectory, error) {
 					return t, fmt.Errorf("tool call %s: bad input: %v", tc.Tool, err)
 				}
 				if m, ok := v.(map[string]any); ok {
-					c.Args = m
+					c.Args, c.ArgsOrder = m, ObjectKeys(tc.Input)
 				} else {
 					c.ArgsRaw = v
 				}

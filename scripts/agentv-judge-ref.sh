@@ -18,7 +18,7 @@ fi
 record() {
 	out=$(mktemp -d)
 	mkdir -p "$out/.agentv"
-	cp "$root/eval/testdata/agentv-ref/judge/${3:-cases.yaml}" "$root/eval/testdata/agentv-ref/judge/agent-tools.json" "$out/"
+	cp "$root/eval/testdata/agentv-ref/judge/${3:-cases.yaml}" "$root/eval/testdata/agentv-ref/judge/agent-tools.json" "$root/eval/testdata/agentv-ref/judge/agent-tools-order.json" "$out/"
 	cp "$root/eval/testdata/agentv-ref/judge/$1" "$out/.agentv/targets.yaml"
 	(cd "$out" && "$ref/node_modules/.bin/agentv" eval run "${3:-cases.yaml}" --target "${4:-default}" -o run >/dev/null 2>&1) || true
 	node -e '
@@ -36,3 +36,4 @@ process.stdout.write(JSON.stringify(out, null, 2) + "\n");
 record targets.yaml reference.json
 record targets-unreadable.yaml reference-unreadable.json
 record targets.yaml reference-tools.json tool-cases.yaml tools
+record targets.yaml reference-tools-order.json tool-order-cases.yaml tools-order

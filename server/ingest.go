@@ -143,6 +143,9 @@ func (s *Server) commit(ctx context.Context, recs []trace.Record) (int, error) {
 		return 0, err
 	}
 	s.hub.publish(recs)
+	if s.o.Online != nil {
+		s.o.Online.Ended(recs) // queues the traces that ended; never blocks
+	}
 	return added, nil
 }
 

@@ -111,6 +111,13 @@ func TestOpenAPI(t *testing.T) {
 		{"get /api/v1/branch", "GET", "/api/v1/branch", "", ""},
 		{"post /api/v1/traces/{id}/branch", "POST", "/api/v1/traces/" + id + "/branch", "application/json", `{"step": 1, "model": "openai:x"}`},
 		{"post /api/v1/traces/{id}/branch", "POST", "/api/v1/traces/" + id + "/branch", "text/plain", ""},
+
+		// Without online evaluation (package online's tests cover it on).
+		{"get /api/v1/rules", "GET", "/api/v1/rules", "", ""},
+		{"post /api/v1/rules", "POST", "/api/v1/rules", "application/json", `{"name":"r","assertions":["x"]}`},
+		{"post /api/v1/rules/{name}/pause", "POST", "/api/v1/rules/r/pause", "", ""},
+		{"post /api/v1/rules/{name}/resume", "POST", "/api/v1/rules/r/resume", "", ""},
+		{"delete /api/v1/rules/{name}", "DELETE", "/api/v1/rules/r", "", ""},
 	} {
 		code, body, resp := e.do(tt.method, tt.url, tt.ctype, []byte(tt.body))
 		op, ok := ops[tt.op]

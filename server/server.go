@@ -17,6 +17,8 @@
 //     from a step with another model (Options.BranchModels) as
 //     `loupe replay --from-step` does, and GET /api/v1/traces/diff
 //     compares two runs as `loupe traces diff` does;
+//   - online evaluation rules at /api/v1/rules (Options.Online, package
+//     online), told of every root run.end committed, without waiting;
 //   - its OpenAPI document at /api/v1/openapi.json;
 //   - optionally, Loupe's MCP server at /mcp (Options.MCP).
 //
@@ -28,9 +30,10 @@
 // all. With a store that can append groups (store.GroupAppender, SQLite),
 // concurrent requests share transactions (group commit). With
 // Options.Retain, old traces are removed on a schedule. The server keeps
-// no state a second server would need but web UI sessions (the live
-// streams see the ingest of their own process; their backlog comes from
-// the store), so several servers can share one PostgreSQL store.
+// no state a second server would need (API keys, web UI sessions and the
+// retention period are in the store; the live streams see the ingest of
+// their own process, and their backlog comes from the store), so several
+// servers can share one PostgreSQL store.
 //
 // Every request must name the server in its Host (loopback names, or
 // Options.Hosts), and no web page of another origin may send a
@@ -60,6 +63,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/loupe-dev/loupe/alert"
+
+	"github.com/loupe-dev/loupe/online"
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/store"
@@ -167,6 +172,12 @@ type Options struct {
 	// the definitions and firings of a store that keeps them, and the
 	// monitors are evaluated by whichever collector runs an engine.
 	Alerts *alert.Engine
+
+	// Online, if set, evaluates the traces that end with its rules
+	// (package online): the server tells it of every root run.end it
+	// commits, without waiting, and serves its rules at /api/v1/rules.
+	// The caller creates and closes it.
+	Online *online.Engine
 
 	// MaxExpensive bounds the requests that load whole traces or search
 	// hits at once, and separately those that list or aggregate; more wait
@@ -410,6 +421,11 @@ func (s *Server) routes() []route {
 		{"POST /api/v1/traces/{id}/branch", scopeAdmin, heavy, s.postBranch},
 		{"GET /api/v1/traces/diff", scopeRead, heavy, s.getDiff},
 		{"GET /api/v1/branch", scopeRead, cheap, s.getBranchConfig},
+		{"GET /api/v1/rules", scopeRead, light, s.listRules},
+		{"POST /api/v1/rules", scopeAdmin, cheap, s.addRule},
+		{"POST /api/v1/rules/{name}/pause", scopeAdmin, cheap, s.pauseRule},
+		{"POST /api/v1/rules/{name}/resume", scopeAdmin, cheap, s.resumeRule},
+		{"DELETE /api/v1/rules/{name}", scopeAdmin, cheap, s.deleteRule},
 	}, s.datasetRoutes()...)
 }
 

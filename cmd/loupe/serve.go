@@ -17,6 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loupe-dev/loupe/alert"
+
+	"github.com/loupe-dev/loupe/online"
+	"github.com/loupe-dev/loupe/price"
 	"github.com/loupe-dev/loupe/redact"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
@@ -43,6 +46,8 @@ func newServeCmd() *cobra.Command {
 
 		branchModels  []string
 		branchMaxCost float64
+
+		rulesFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -58,8 +63,10 @@ port, --grpc-addr (127.0.0.1:4317 by default when --addr is on loopback;
 "" turns it off), with API keys sent as the metadata authorization: Bearer
 <key>. It stores into the same store as the other commands (--db /
 LOUPE_DB). It listens on loopback by default; any other address (either
-one) requires API keys (loupe keys create). SIGINT or SIGTERM stops it
-after the requests in flight are committed and answered.`,
+one) requires API keys (loupe keys create). With --rules FILE, the traces
+that end are graded online by the file's rules (and by those added at
+/api/v1/rules), and the results stored as scores. SIGINT or SIGTERM stops
+it after the requests in flight are committed and answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -92,6 +99,18 @@ after the requests in flight are committed and answered.`,
 				}
 				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices, Hosts: publicHosts, TrustedOrigins: origins, Retain: retain,
 					BranchModels: branchModels, BranchMaxCostUSD: branchMaxCost}
+				eng, err := openOnline(st, rulesFile, prices)
+				if err != nil {
+					return err
+				}
+				if eng != nil {
+					defer func() {
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						defer cancel()
+						eng.Close(ctx) // lets the evaluations in flight finish; the checkpoint keeps the rest
+					}()
+					o.Online = eng
+				}
 				if !noUI {
 					o.UI = ui.Handler()
 				}
@@ -167,6 +186,8 @@ after the requests in flight are committed and answered.`,
 	cmd.Flags().Var(durationValue{&retain}, "retain", "delete traces whose run started longer ago than this (30d, 720h), at start and then hourly, in short transactions; off by default")
 	cmd.Flags().StringVar(&monitorsFile, "monitors", "", "a YAML file of monitors (alerts with webhooks) to store and evaluate; every collector on the store evaluates the monitors it holds")
 	cmd.Flags().StringVar(&uiURL, "ui-url", "", "the web UI's URL as its readers reach it, for the links in alert notifications (default http://ADDR/)")
+
+	cmd.Flags().StringVar(&rulesFile, "rules", "", "online evaluation: grade the traces that end with the rules of this YAML file (filters, sampling, AgentV graders, an LLM judge); rules can also be added at /api/v1/rules")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "browser origins (e.g. https://ui.example.com) allowed to POST and DELETE besides the server's own")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
@@ -213,6 +234,31 @@ func startMonitors(ctx context.Context, st store.Store, file, uiURL string) (e *
 		e.Run(ctx)
 	}()
 	return e, func() { cancel(); <-done; e.Close() }, nil
+}
+
+// openOnline starts online evaluation for loupe serve: the rules of
+// rulesFile (checked before anything listens), and the rules made through
+// the API. Without a rules file it starts only when the store keeps
+// scores; with one, a store that cannot is an error.
+func openOnline(st store.Store, rulesFile string, prices *price.Table) (*online.Engine, error) {
+	var cfg *online.Config
+	if rulesFile != "" {
+		var err error
+		if cfg, err = online.ParseFile(rulesFile); err != nil {
+			return nil, fmt.Errorf("--rules: %w", err)
+		}
+	}
+	if _, ok := st.(store.Scorer); !ok {
+		if rulesFile != "" {
+			return nil, fmt.Errorf("--rules %s: this store cannot keep scores, which online evaluation stores its results as", rulesFile)
+		}
+		return nil, nil
+	}
+	eng, err := online.New(online.Options{Store: st, Config: cfg, Prices: prices})
+	if err != nil {
+		return nil, fmt.Errorf("--rules: %w", err)
+	}
+	return eng, nil
 }
 
 // defaultGRPCAddr is --grpc-addr when it is not given: OTLP/gRPC's port

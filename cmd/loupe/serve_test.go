@@ -394,3 +394,17 @@ func TestServeRedacts(t *testing.T) {
 		}
 	})
 }
+
+// loupe serve --rules checks the rules file before it listens: an error
+// names the file, line and column and what to do.
+func TestServeRulesFileChecked(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rules, []byte("rules:\n  - name: a\n    sample: 2\n    assertions: [{type: contains, value: x}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := run(t, filepath.Join(dir, "loupe.db"), "serve", "--addr", "127.0.0.1:0", "--rules", rules)
+	if err == nil || !strings.Contains(err.Error(), rules+":3:13: rule \"a\": sample 2 is not in (0, 1]") {
+		t.Fatalf("err %v", err)
+	}
+}

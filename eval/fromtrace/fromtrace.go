@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/loupe-dev/loupe/eval"
@@ -35,9 +36,10 @@ const Unfinished = "the call did not finish: no tool.end or tool.error was recor
 //     come from those records. A tool.start without an end becomes a call
 //     whose Err is Unfinished.
 //   - Output: the root run.end's output (a JSON string as is, an object's
-//     "text", "content" or "output" string field, anything else as JSON
-//     text); without one, the last assistant message record, then the last
-//     model call's output.
+//     "text", "content" or "output" string field, in a list of chat
+//     messages the last assistant message that has text, anything else as
+//     JSON text); without one, the last assistant message record that has
+//     text, then the last model call's output.
 //   - Messages: the message records (Name is the role). When there are
 //     none, the root run's input and output as a user and an assistant turn.
 //   - Usage and LLMCalls: from trace.StatsOf, set only when the records hold
@@ -115,7 +117,9 @@ func (b *builder) add(r *trace.Record) {
 	case trace.TypeMessage:
 		content := valueText(r.Output)
 		b.messages = append(b.messages, eval.Message{Role: r.Name, Content: content})
-		if r.Name == "assistant" {
+		// The answer is the last assistant message that has text: a turn
+		// that only calls tools is not the answer.
+		if r.Name == "assistant" && strings.TrimSpace(content) != "" {
 			b.lastAsst, b.haveAsst = content, true
 		}
 	case trace.TypeModelCall:
@@ -210,7 +214,7 @@ func (b *builder) output() string {
 func (b *builder) runMessages(output string) []eval.Message {
 	var msgs []eval.Message
 	if b.runStart != nil && len(b.runStart.Input) > 0 {
-		msgs = append(msgs, eval.Message{Role: "user", Content: valueText(b.runStart.Input)})
+		msgs = append(msgs, eval.Message{Role: "user", Content: roleText(b.runStart.Input, "user")})
 	}
 	if output != "" {
 		msgs = append(msgs, eval.Message{Role: "assistant", Content: output})
@@ -287,11 +291,11 @@ func setInput(c *eval.ToolCall, v trace.Value) {
 	}
 	switch x := decode(v).(type) {
 	case map[string]any:
-		c.Args, c.ArgsRaw = x, nil
+		c.Args, c.ArgsOrder, c.ArgsRaw = x, eval.ObjectKeys(v), nil
 	case nil:
-		c.Args, c.ArgsRaw = nil, nil
+		c.Args, c.ArgsOrder, c.ArgsRaw = nil, nil, nil
 	default:
-		c.Args, c.ArgsRaw = nil, x
+		c.Args, c.ArgsOrder, c.ArgsRaw = nil, nil, x
 	}
 }
 
@@ -309,18 +313,95 @@ func decode(v trace.Value) any {
 }
 
 // valueText returns the text of a recorded output: a JSON string itself, the
-// "text", "content" or "output" string field of an object, else the JSON
-// text.
-func valueText(v trace.Value) string {
+// "text", "content" or "output" string field of an object, the text of the
+// last assistant message that has text in a list of chat messages (see
+// messagesText), else the JSON text.
+func valueText(v trace.Value) string { return roleText(v, "assistant") }
+
+// roleText is valueText, reading a list of chat messages for role:
+// "assistant" takes the last such message that has text (a turn that only
+// calls tools is not the answer), "user" joins the texts of every user
+// message with newlines.
+func roleText(v trace.Value, role string) string {
 	if len(v) == 0 {
 		return ""
 	}
-	if m, ok := decode(v).(map[string]any); ok {
+	switch x := decode(v).(type) {
+	case map[string]any:
 		for _, k := range []string{"text", "content", "output"} {
-			if s, ok := m[k].(string); ok {
+			if s, ok := x[k].(string); ok {
 				return s
 			}
 		}
+	case []any:
+		if s, ok := messagesText(x, role); ok {
+			return s
+		}
 	}
 	return v.Text()
+}
+
+// messagesText reads a list of chat messages as OpenTelemetry's GenAI
+// conventions ({"role", "parts": [{"type": "text", "content"}]}) and the
+// OpenAI and Anthropic APIs ({"role", "content": "..." or [{"type":
+// "text", "text"}]}) write them: for role "assistant", the text of the
+// last assistant message that has any; for "user", the texts of the user
+// messages, joined with newlines. ok is false when msgs is not such a
+// list or no message of role has text.
+func messagesText(msgs []any, role string) (string, bool) {
+	var texts []string
+	for _, m := range msgs {
+		o, ok := m.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		r, ok := o["role"].(string)
+		if !ok {
+			return "", false
+		}
+		if r != role {
+			continue
+		}
+		t := messageText(o)
+		if strings.TrimSpace(t) == "" {
+			continue
+		}
+		texts = append(texts, t)
+	}
+	switch {
+	case len(texts) == 0:
+		return "", false
+	case role == "assistant":
+		return texts[len(texts)-1], true
+	}
+	return strings.Join(texts, "\n"), true
+}
+
+// messageText is the text of one chat message: its content string, or the
+// text parts of its parts or content list, joined.
+func messageText(m map[string]any) string {
+	if s, ok := m["content"].(string); ok {
+		return s
+	}
+	parts, ok := m["parts"].([]any)
+	if !ok {
+		parts, _ = m["content"].([]any)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		o, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		if t, _ := o["type"].(string); t != "" && t != "text" {
+			continue
+		}
+		for _, k := range []string{"content", "text"} {
+			if s, ok := o[k].(string); ok {
+				b.WriteString(s)
+				break
+			}
+		}
+	}
+	return b.String()
 }

@@ -114,6 +114,13 @@ func TestTrajectoryOutputFallbacks(t *testing.T) {
 			ec.ModelCall(trace.ModelCall{Model: "m", Output: trace.JSON(map[string]any{"content": "second"})})
 		}, "second", 2},
 		{"nothing", func(context.Context, *trace.ExecutionContext) {}, "", 1},
+		// A last assistant turn that only calls tools is not the answer.
+		{"assistant message with text", func(_ context.Context, ec *trace.ExecutionContext) {
+			ec.Message("user", trace.Text("hi"))
+			ec.Message("assistant", trace.Text("The answer."))
+			ec.Message("assistant", trace.Text(""))
+			ec.Message("assistant", trace.JSON(map[string]any{"content": " "}))
+		}, "The answer.", 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,5 +273,48 @@ func TestLogsIgnored(t *testing.T) {
 	got.EventCount = plain.EventCount
 	if !reflect.DeepEqual(got, plain) {
 		t.Errorf("with logs:\n%+v\nwithout:\n%+v", got, plain)
+	}
+}
+
+// A run whose input and output are lists of chat messages (OpenTelemetry
+// GenAI spans, OpenAI and Anthropic requests): the output is the last
+// assistant message that has text, the input the user messages' text.
+func TestTrajectoryChatMessageValues(t *testing.T) {
+	tests := []struct {
+		name, in, out, wantIn, wantOut string
+	}{
+		{"genai parts",
+			`[{"role":"system","parts":[{"type":"text","content":"Be brief."}]},{"role":"user","parts":[{"type":"text","content":"Where is order 17?"}]}]`,
+			`[{"role":"assistant","parts":[{"type":"text","content":"It has shipped."}]},{"role":"assistant","parts":[{"type":"tool_call","name":"notify","arguments":{"id":17}}]}]`,
+			"Where is order 17?", "It has shipped."},
+		{"openai content",
+			`[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b"}]}]`,
+			`[{"role":"assistant","content":"first"},{"role":"assistant","content":[{"type":"text","text":"second"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}]`,
+			"a\nb", "second"},
+		{"not messages", `[1,2]`, `[{"x":1}]`, `[1,2]`, `[{"x":1}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := trace.New(trace.Options{Now: fixedClock()})
+			_, ec := tr.Start(context.Background(), "agent", trace.RunOptions{Input: trace.Raw([]byte(tt.in))})
+			ec.End(trace.Raw([]byte(tt.out)), nil)
+			got := fromtrace.Trajectory(ec.Records())
+			if got.Output != tt.wantOut || len(got.Messages) != 2 || got.Messages[0].Content != tt.wantIn {
+				t.Errorf("Output %q, messages %+v; want %q and input %q", got.Output, got.Messages, tt.wantOut, tt.wantIn)
+			}
+		})
+	}
+}
+
+// A tool call's arguments keep the order the call wrote them in, which
+// judges are shown (a decoded map keeps none).
+func TestTrajectoryArgsOrder(t *testing.T) {
+	recs := record(t, "q", func(_ context.Context, ec *trace.ExecutionContext) {
+		sp := ec.StartSpan(trace.SpanTool, "search", trace.Raw([]byte(`{"query":"q","lang":"fr","query":"again"}`)))
+		sp.End(nil, nil)
+	})
+	got := fromtrace.Trajectory(recs)
+	if len(got.Calls) != 1 || !reflect.DeepEqual(got.Calls[0].ArgsOrder, []string{"query", "lang"}) {
+		t.Errorf("calls %+v", got.Calls)
 	}
 }

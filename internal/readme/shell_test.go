@@ -172,6 +172,10 @@ var readmeCommands = map[string]step{
 	"loupe serve --monitors monitors.yaml":                              {serve: true},
 	"curl -s http://127.0.0.1:4318/api/v1/monitors":                     {want: []string{`"name":"prod-errors"`, `"name":"slow-runs"`, `https://hooks.slack.com/services/…`}},
 	"curl -s 'http://127.0.0.1:4318/api/v1/alerts?monitor=prod-errors'": {want: []string{`"firings":[]`}},
+
+	// Grade live traffic.
+	"loupe serve --rules rules.yaml":             {serve: true}, // rules.yaml is written below
+	"curl -s http://127.0.0.1:4318/api/v1/rules": {want: []string{`"rules":`}},
 }
 
 // The scripted models of "Datasets, experiments and the CI gate": the
@@ -289,6 +293,15 @@ func TestREADMEShellCommands(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The rules file "Grade live traffic" shows, as a reader would save it.
+	if _, after, ok := strings.Cut(string(b), "### Grade live traffic"); ok {
+		if _, y, ok := strings.Cut(after, "```yaml\n"); ok {
+			y, _, _ = strings.Cut(y, "```")
+			if err := os.WriteFile(filepath.Join(tmp, "rules.yaml"), []byte(y), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	env := readerEnv(tmp, bin)

@@ -9,6 +9,8 @@
 //   #/tracediff?a=&b=       two runs side by side, first divergence marked
 //   #/alerts                monitors and their firings
 //   #/compare/<a>/<b>       two runs side by side (a branch and its original), the first divergence marked
+
+//   #/rules                 online evaluation rules
 // On a collector that requires API keys, the sign-in form stands in for
 // every page until a key is given (session.js); the route is kept, so a
 // deep link opens after signing in.
@@ -23,6 +25,8 @@ import { datasetsPage, datasetPage } from './datasets.js';
 import { experimentsPage, comparePage, traceDiffPage } from './experiments.js';
 import { alertsPage } from './alerts.js';
 import { comparePage as runsComparePage } from './compare.js';
+
+import { rulesPage } from './rules.js';
 
 let current = null; // the page's cleanup function (closes streams)
 let signedIn = false;
@@ -62,6 +66,8 @@ function route() {
     case 'compare': cleanup = parts[1] ? runsComparePage(main, parts[1], parts[2] || '') : comparePage(main, params); break;
     case 'tracediff': cleanup = traceDiffPage(main, params); break;
     case 'alerts': cleanup = alertsPage(main, params); break;
+
+    case 'rules': cleanup = rulesPage(main); break;
     default: showError(`no such page: ${page}`);
   }
   current = cleanup || null;
