@@ -65,30 +65,16 @@ type LogsResult struct {
 // as sent to /v1/logs with Content-Type application/json, behind the
 // same nesting guard as DecodeJSON.
 func DecodeLogsJSON(b []byte) (plog.Logs, error) {
-	if err := checkJSONNesting(b); err != nil {
-		return plog.Logs{}, fmt.Errorf("not OTLP/JSON Loupe accepts: %w", err)
-	}
 	var u plog.JSONUnmarshaler
-	ld, err := u.UnmarshalLogs(b)
-	if err != nil {
-		return plog.Logs{}, fmt.Errorf("not OTLP/JSON logs: %w", err)
-	}
-	return ld, nil
+	return decode(b, checkJSONNesting, u.UnmarshalLogs, "OTLP/JSON", " logs")
 }
 
 // DecodeLogsProto decodes an OTLP protobuf ExportLogsServiceRequest (or
 // LogsData, which has the same encoding), behind the same nesting guard
 // as DecodeProto.
 func DecodeLogsProto(b []byte) (plog.Logs, error) {
-	if err := checkLogsProtoNesting(b); err != nil {
-		return plog.Logs{}, fmt.Errorf("not OTLP protobuf Loupe accepts: %w", err)
-	}
 	var u plog.ProtoUnmarshaler
-	ld, err := u.UnmarshalLogs(b)
-	if err != nil {
-		return plog.Logs{}, fmt.Errorf("not OTLP protobuf logs: %w", err)
-	}
-	return ld, nil
+	return decode(b, checkLogsProtoNesting, u.UnmarshalLogs, "OTLP protobuf", " logs")
 }
 
 // MapLogs turns every log record of ld into records (see the comment at

@@ -134,29 +134,30 @@ type Result struct {
 // Collector's file exporter writes it (one document per line: use it per
 // line).
 func DecodeJSON(b []byte) (ptrace.Traces, error) {
-	if err := checkJSONNesting(b); err != nil {
-		return ptrace.Traces{}, fmt.Errorf("not OTLP/JSON Loupe accepts: %w", err)
-	}
 	var u ptrace.JSONUnmarshaler
-	td, err := u.UnmarshalTraces(b)
-	if err != nil {
-		return ptrace.Traces{}, fmt.Errorf("not OTLP/JSON: %w", err)
-	}
-	return td, nil
+	return decode(b, checkJSONNesting, u.UnmarshalTraces, "OTLP/JSON", "")
 }
 
 // DecodeProto decodes an OTLP protobuf ExportTraceServiceRequest (or
 // TracesData, which has the same encoding).
 func DecodeProto(b []byte) (ptrace.Traces, error) {
-	if err := checkProtoNesting(b); err != nil {
-		return ptrace.Traces{}, fmt.Errorf("not OTLP protobuf Loupe accepts: %w", err)
-	}
 	var u ptrace.ProtoUnmarshaler
-	td, err := u.UnmarshalTraces(b)
-	if err != nil {
-		return ptrace.Traces{}, fmt.Errorf("not OTLP protobuf: %w", err)
+	return decode(b, checkProtoNesting, u.UnmarshalTraces, "OTLP protobuf", "")
+}
+
+// decode runs an OTLP request's nesting guard, then pdata's decoder, and
+// says which failed: format is "OTLP/JSON" or "OTLP protobuf", signal ""
+// for traces or " logs".
+func decode[T any](b []byte, guard func([]byte) error, unmarshal func([]byte) (T, error), format, signal string) (T, error) {
+	var zero T
+	if err := guard(b); err != nil {
+		return zero, fmt.Errorf("not %s Loupe accepts: %w", format, err)
 	}
-	return td, nil
+	v, err := unmarshal(b)
+	if err != nil {
+		return zero, fmt.Errorf("not %s%s: %w", format, signal, err)
+	}
+	return v, nil
 }
 
 // Map turns every span of td into records. Spans with a zero trace or span

@@ -3,15 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,40 +17,10 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for making a schema
 
-	"github.com/loupe-dev/loupe/internal/testrepo"
+	"github.com/loupe-dev/loupe/internal/pgtest"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
-
-// pgSchema returns a DSN for a fresh, empty schema of the test PostgreSQL
-// (LOUPE_TEST_POSTGRES), dropped when the test ends.
-func pgSchema(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("LOUPE_TEST_POSTGRES")
-	if dsn == "" {
-		testrepo.Missing(t, "LOUPE_TEST_POSTGRES is not set (scripts/services.sh starts PostgreSQL and sets it)")
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	schema := fmt.Sprintf("collectors_%d", time.Now().UnixNano())
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if db, err := sql.Open("pgx", dsn); err == nil {
-			db.Exec("DROP SCHEMA " + schema + " CASCADE")
-			db.Close()
-		}
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
 
 // balancer is a round-robin load balancer in front of several collectors,
 // as nginx or a cloud load balancer would be: a request goes to the next
@@ -102,7 +69,7 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // URL and the DSN.
 func collectors(t testing.TB, n int) ([]*exec.Cmd, string, string) {
 	t.Helper()
-	dsn := pgSchema(t)
+	dsn := pgtest.Schema(t)
 	// Migrate once, before the collectors race to.
 	st, err := store.Open(context.Background(), dsn)
 	if err != nil {

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"github.com/loupe-dev/loupe/internal/testrepo"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loupe-dev/loupe/internal/pgtest"
 	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
@@ -127,36 +126,9 @@ func TestServeNeedsKeysOffLoopback(t *testing.T) {
 
 // TestTwoServersOnePostgres: two collectors share one PostgreSQL store and
 // ingest at once, including records of the same traces; keys created once
-
-// freshPostgres returns a DSN of LOUPE_TEST_POSTGRES whose search_path is
-// a new, empty schema (dropped at the end), so that the test's store is
-// its own whatever else uses the database.
-func freshPostgres(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("LOUPE_TEST_POSTGRES")
-	if dsn == "" {
-		testrepo.Missing(t, "LOUPE_TEST_POSTGRES is not set (scripts/services.sh starts PostgreSQL and sets it)")
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	schema := "t_" + trace.NewSpanID().String()
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE") })
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
-
 // work on both, and a revocation reaches both.
 func TestTwoServersOnePostgres(t *testing.T) {
-	dsn := freshPostgres(t)
+	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var urls []string

@@ -3,9 +3,7 @@ package tracesview
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
-	"github.com/loupe-dev/loupe/internal/testrepo"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loupe-dev/loupe/internal/pgtest"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/postgres"
 	"github.com/loupe-dev/loupe/store/sqlite"
@@ -84,25 +83,7 @@ func openSQLite(t *testing.T) store.Store {
 // LOUPE_TEST_POSTGRES names, or skips t without it (fails under CI=true).
 func openPostgres(t *testing.T) store.Store {
 	t.Helper()
-	dsn := os.Getenv("LOUPE_TEST_POSTGRES")
-	if dsn == "" {
-		testrepo.Missing(t, "LOUPE_TEST_POSTGRES is not set (scripts/test.sh starts PostgreSQL and sets it)")
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	schema := "t_" + trace.NewSpanID().String()
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE") })
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	st, err := postgres.Open(context.Background(), dsn+sep+"search_path="+schema)
+	st, err := postgres.Open(context.Background(), pgtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}

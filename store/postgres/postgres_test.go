@@ -4,10 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/loupe-dev/loupe/internal/testrepo"
-	"os"
-	"strings"
 	"testing"
+
+	"github.com/loupe-dev/loupe/internal/pgtest"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
@@ -17,42 +16,12 @@ import (
 	"github.com/loupe-dev/loupe/trace"
 )
 
-// testDSN returns LOUPE_TEST_POSTGRES. Without it the tests skip, except
-// under CI, which must run them (scripts/services.sh starts a server).
-func testDSN(t testing.TB) string {
-	dsn := os.Getenv("LOUPE_TEST_POSTGRES")
-	if dsn == "" {
-		testrepo.Missing(t, "LOUPE_TEST_POSTGRES is not set (scripts/services.sh starts PostgreSQL and sets it)")
-	}
-	return dsn
-}
+// testDSN returns LOUPE_TEST_POSTGRES (see pgtest.DSN).
+func testDSN(t testing.TB) string { return pgtest.DSN(t) }
 
-// freshSchema creates an empty schema and returns a DSN whose search_path
-// selects it, so each test gets an empty store in the shared database.
-func freshSchema(t testing.TB) string {
-	dsn := testDSN(t)
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	schema := "t_" + trace.NewSpanID().String()
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", dsn)
-		if err == nil {
-			db.Exec("DROP SCHEMA " + schema + " CASCADE")
-			db.Close()
-		}
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
+// freshSchema returns a DSN of an empty schema of its own (pgtest.Schema),
+// so each test gets an empty store in the shared database.
+func freshSchema(t testing.TB) string { return pgtest.Schema(t) }
 
 func open(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()

@@ -1,0 +1,60 @@
+// Package pgtest gives tests an empty PostgreSQL schema of their own in
+// the test server that scripts/services.sh starts (LOUPE_TEST_POSTGRES),
+// so that tests of several packages share one database without seeing
+// each other's tables. Without LOUPE_TEST_POSTGRES a test skips, except
+// under CI=true, where it fails (testrepo.Missing).
+package pgtest
+
+import (
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"github.com/loupe-dev/loupe/internal/testrepo"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// DSN returns LOUPE_TEST_POSTGRES, or skips t without it (fails under CI).
+func DSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("LOUPE_TEST_POSTGRES")
+	if dsn == "" {
+		testrepo.Missing(t, "LOUPE_TEST_POSTGRES is not set (scripts/services.sh starts PostgreSQL and sets it)")
+	}
+	return dsn
+}
+
+// Schema creates an empty schema in the test database and returns a DSN
+// whose search_path selects it; the schema is dropped when t ends.
+func Schema(t testing.TB) string {
+	t.Helper()
+	dsn := DSN(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := "t_" + trace.NewSpanID().String()
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", dsn); err == nil {
+			db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			db.Close()
+		}
+	})
+	return WithSchema(dsn, schema)
+}
+
+// WithSchema returns dsn with its search_path set to schema.
+func WithSchema(dsn, schema string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "search_path=" + schema
+}
