@@ -360,43 +360,9 @@ func TestRedirectNotFollowed(t *testing.T) {
 	}
 }
 
-// scorer is a TEST DOUBLE of store.Scorer, in memory: scores have no
-// backend implementation yet, so the score metrics are tested against
-// this. Replace it with the real store once one implements store.Scorer.
-type scorer struct {
-	*sqlite.Store
-	mu     sync.Mutex
-	scores []store.Score
-}
-
-func (sc *scorer) AddScores(_ context.Context, s []store.Score) ([]store.Score, error) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	sc.scores = append(sc.scores, s...)
-	return s, nil
-}
-
-func (sc *scorer) Scores(_ context.Context, f store.ScoreFilter) (store.ScorePage, error) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	var out []store.Score
-	for _, s := range sc.scores {
-		if (f.Name == "" || s.Name == f.Name) && !s.Time.Before(f.Since) && (f.Until.IsZero() || s.Time.Before(f.Until)) {
-			out = append(out, s)
-		}
-	}
-	return store.ScorePage{Scores: out}, nil
-}
-
-func (sc *scorer) DeleteScores(context.Context, ...string) (int, error) { return 0, nil }
-
-func (sc *scorer) ScoreKinds(context.Context) (map[string]store.ScoreKind, error) { return nil, nil }
-
-var _ store.Scorer = (*scorer)(nil)
-
 func TestScoreAndSourceMetrics(t *testing.T) {
 	ctx := context.Background()
-	sc := &scorer{Store: openStore(t)}
+	sc := openStore(t) // SQLite keeps scores (store.Scorer)
 	var drops struct {
 		sync.Mutex
 		v float64
@@ -437,7 +403,9 @@ func TestScoreAndSourceMetrics(t *testing.T) {
 			store.Score{TraceID: id, Name: "relevance", Kind: store.ScoreNumeric, Value: float64(i) / 10, Source: store.SourceEval, Time: t0.Add(-time.Minute)})
 	}
 	scores = append(scores, store.Score{TraceID: bad, Name: "helpful", Kind: store.ScoreBoolean, Value: 0, Source: store.SourceHuman, Time: t0.Add(-2 * time.Hour)}) // outside the window
-	sc.AddScores(ctx, scores)
+	if _, err := sc.AddScores(ctx, scores); err != nil {
+		t.Fatal(err)
+	}
 	drops.v = 12
 	if err := e.Evaluate(ctx, t0); err != nil {
 		t.Fatal(err)

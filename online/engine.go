@@ -136,6 +136,7 @@ type Engine struct {
 	wg      sync.WaitGroup // workers
 	bg      sync.WaitGroup // the background loop
 	dropped atomic.Int64
+	drops   dropLog // when they were dropped, for DroppedIn
 	// lastIngest is when Ended was last called (unix nanoseconds).
 	lastIngest atomic.Int64
 }
@@ -307,6 +308,7 @@ func (e *Engine) offer(id trace.TraceID) {
 		e.addPending(it)
 	default:
 		e.dropped.Add(1)
+		e.drops.add(it.since)
 		for _, rs := range e.rules {
 			if !rs.paused {
 				rs.dropped.Add(1)

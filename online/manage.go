@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loupe-dev/loupe/store"
@@ -362,6 +363,49 @@ func (e *Engine) refresh(ctx context.Context) error {
 // Dropped returns how many ended traces were not queued because the
 // queue was full, since the engine started.
 func (e *Engine) Dropped() int64 { return e.dropped.Load() }
+
+// DroppedIn returns how many ended traces were dropped in the window
+// before now (to the minute, at most a day back). Its signature is an
+// alert.Source's, so that a monitor can watch the drops
+// (`metric: online_dropped`); ctx is not used.
+func (e *Engine) DroppedIn(_ context.Context, window time.Duration) (float64, error) {
+	return float64(e.drops.count(e.now(), window)), nil
+}
+
+// dropLog counts drops per minute over the last day, in a ring.
+type dropLog struct {
+	mu      sync.Mutex
+	minutes [24 * 60]struct {
+		at int64 // the minute (Unix minutes) this slot counts
+		n  int64
+	}
+}
+
+func (l *dropLog) add(t time.Time) {
+	m := t.Unix() / 60
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := &l.minutes[m%int64(len(l.minutes))]
+	if s.at != m {
+		s.at, s.n = m, 0
+	}
+	s.n++
+}
+
+// count sums the drops of the minutes in (now-window, now].
+func (l *dropLog) count(now time.Time, window time.Duration) int64 {
+	to := now.Unix() / 60
+	from := to - int64(window/time.Minute)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for m := max(from+1, to-int64(len(l.minutes))+1); m <= to; m++ {
+		if s := l.minutes[m%int64(len(l.minutes))]; s.at == m {
+			n += s.n
+		}
+	}
+	return n
+}
 
 // Pending returns how many traces are queued or being evaluated.
 func (e *Engine) Pending() int {

@@ -132,7 +132,11 @@ it after the requests in flight are committed and answered.`,
 				// Close ends its event streams, which the shutdown would wait for.
 				defer context.AfterFunc(ctx, func() { ms.Close() })()
 				o.MCP = ms.Handler()
-				engine, stopMonitors, err := startMonitors(ctx, st, monitorsFile, cmp.Or(uiURL, "http://"+addr+"/"))
+				var sources map[string]alert.Source
+				if eng != nil {
+					sources = map[string]alert.Source{"online_dropped": eng.DroppedIn}
+				}
+				engine, stopMonitors, err := startMonitors(ctx, st, monitorsFile, cmp.Or(uiURL, "http://"+addr+"/"), sources)
 				if err != nil {
 					return err
 				}
@@ -202,7 +206,7 @@ it after the requests in flight are committed and answered.`,
 // monitors, after storing those of file (if given); nil when the store
 // keeps none and no file is given. stop ends the evaluations and the
 // deliveries in flight.
-func startMonitors(ctx context.Context, st store.Store, file, uiURL string) (e *alert.Engine, stop func(), err error) {
+func startMonitors(ctx context.Context, st store.Store, file, uiURL string, sources map[string]alert.Source) (e *alert.Engine, stop func(), err error) {
 	stop = func() {}
 	var ms []alert.Monitor
 	if file != "" {
@@ -210,11 +214,12 @@ func startMonitors(ctx context.Context, st store.Store, file, uiURL string) (e *
 		if err != nil {
 			return nil, stop, fmt.Errorf("--monitors: %w", err)
 		}
-		if ms, err = alert.ParseFile(data, file, nil); err != nil {
+		known := func(name string) bool { _, ok := sources[name]; return ok }
+		if ms, err = alert.ParseFile(data, file, known); err != nil {
 			return nil, stop, fmt.Errorf("--monitors: %w", err)
 		}
 	}
-	e, err = alert.New(alert.Options{Store: st, UIURL: uiURL})
+	e, err = alert.New(alert.Options{Store: st, UIURL: uiURL, Sources: sources})
 	if err != nil {
 		if file == "" {
 			return nil, stop, nil
