@@ -675,8 +675,15 @@ func (e *Engine) process(ctx context.Context, ids []trace.TraceID) (ok bool, jud
 			e.log.Warn("loupe serve: online rule: reading scores failed", "rule", r.Name, "err", err)
 			continue
 		}
+		// A rule without a judge stores the scores of the whole batch in
+		// one transaction, so that evaluation takes the store's one
+		// writer once per batch rather than once per trace; a judge's
+		// scores are stored as each call returns, so that a kill loses
+		// at most the calls in flight.
+		var batch []graded
 		for _, id := range sampled {
 			if e.stopping(ctx) {
+				e.store(ctx, rs, batch)
 				return false, judged
 			}
 			if done[id] {
@@ -694,8 +701,17 @@ func (e *Engine) process(ctx context.Context, ids []trace.TraceID) (ok bool, jud
 			if e.isPaused(rs) || r.judges && e.overBudget(rs) {
 				break
 			}
-			judged += e.evaluate(ctx, rs, tr)
+			g, d := e.evaluate(ctx, rs, tr)
+			judged += d
+			if g == nil {
+				continue
+			}
+			if batch = append(batch, *g); r.judges {
+				e.store(ctx, rs, batch)
+				batch = batch[:0]
+			}
 		}
+		e.store(ctx, rs, batch)
 	}
 	return !e.stopping(ctx), judged
 }
@@ -779,9 +795,17 @@ func (e *Engine) scored(ctx context.Context, rule string, ids []trace.TraceID) (
 	}
 }
 
-// evaluate grades tr by rs's rule and stores the scores. It returns the
-// time spent waiting for the judge.
-func (e *Engine) evaluate(ctx context.Context, rs *ruleState, tr *store.Trace) (judged time.Duration) {
+// graded is one trace graded by a rule, its scores not yet stored.
+type graded struct {
+	id     trace.TraceID
+	scores []store.Score
+	failed bool // a grader could not run: the overall scores are left out
+}
+
+// evaluate grades tr by rs's rule. It returns the scores to store (nil
+// when ctx ended: nothing is stored, and the catch-up grades the trace
+// again) and the time spent waiting for the judge.
+func (e *Engine) evaluate(ctx context.Context, rs *ruleState, tr *store.Trace) (g *graded, judged time.Duration) {
 	r := rs.rule
 	t := fromtrace.Trajectory(tr.Records)
 	c := eval.Case{ID: r.Name, Criteria: r.Criteria, Assertions: r.Assertions}
@@ -799,20 +823,43 @@ func (e *Engine) evaluate(ctx context.Context, rs *ruleState, tr *store.Trace) (
 	}
 	e.addCosts(rs, res)
 	if ctx.Err() != nil {
-		return judged // canceled: nothing stored, the catch-up does it again
+		return nil, judged
 	}
 	scores, failed := resultScores(r, tr.Summary.ID, res, e.now())
+	return &graded{id: tr.Summary.ID, scores: scores, failed: failed}, judged
+}
+
+// store stores the scores of gs, in one transaction when they fit in one
+// (store.MaxScoreBatch), and counts the traces evaluated (or failed).
+func (e *Engine) store(ctx context.Context, rs *ruleState, gs []graded) {
+	for len(gs) > 0 {
+		n, total := 0, 0
+		for n < len(gs) && (n == 0 || total+len(gs[n].scores) <= store.MaxScoreBatch) {
+			total += len(gs[n].scores)
+			n++
+		}
+		e.storeChunk(ctx, rs, gs[:n])
+		gs = gs[n:]
+	}
+}
+
+func (e *Engine) storeChunk(ctx context.Context, rs *ruleState, gs []graded) {
+	var scores []store.Score
+	for _, g := range gs {
+		scores = append(scores, g.scores...)
+	}
 	if _, err := e.scores.AddScores(ctx, scores); err != nil {
-		rs.errors.Add(1)
-		e.log.Warn("loupe serve: online rule: storing scores failed", "rule", r.Name, "trace", tr.Summary.ID, "err", err)
-		return judged
+		rs.errors.Add(int64(len(gs)))
+		e.log.Warn("loupe serve: online rule: storing scores failed", "rule", rs.rule.Name, "traces", len(gs), "err", err)
+		return
 	}
-	if failed {
-		rs.errors.Add(1)
-		return judged
+	for _, g := range gs {
+		if g.failed {
+			rs.errors.Add(1)
+		} else {
+			rs.evaluated.Add(1)
+		}
 	}
-	rs.evaluated.Add(1)
-	return judged
 }
 
 // resultScores turns a case result into scores: one per grader that ran
