@@ -103,6 +103,14 @@ func TestSessionsPages(t *testing.T) {
 	if n := eval[int](t, tb, `document.querySelectorAll('#runs tbody tr').length`); n != 3 {
 		t.Errorf("#/runs?session=conv-ui lists %d runs, want 3", n)
 	}
+	// The filter form shows the session and keeps it when applied.
+	if v := eval[string](t, tb, `document.querySelector('#filters input[name=session]').value`); v != "conv-ui" {
+		t.Errorf("the session filter shows %q", v)
+	}
+	tb.do(t, "apply the form", chromedp.Click(chromedp.CSS(`#filters button[type=submit]`)), waitLoaded(`#runs tbody tr`))
+	if h := eval[string](t, tb, `location.hash`); h != "#/runs?session=conv-ui" {
+		t.Errorf("after Apply the hash is %q, want the session kept", h)
+	}
 
 	tb.do(t, "hostile session", chromedp.Navigate(e.ts.URL+"/#/session/"+strings.ReplaceAll(hostile, " ", "%20")), waitLoaded(`#conversation article.turn`))
 	if got := eval[string](t, tb, `document.querySelector('.run-head h1').innerText`); got != "Session "+hostile {

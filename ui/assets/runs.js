@@ -43,6 +43,8 @@ function filterForm(params) {
     el('input', { name: 'tag', placeholder: 'tag', value: params.get('tag') || '', size: 8 }),
     el('input', { name: 'since', placeholder: 'since (24h)', value: params.get('since') || '', size: 8 }),
     el('input', { name: 'until', placeholder: 'until', value: params.get('until') || '', size: 8 }),
+    el('input', { name: 'session', placeholder: 'session', value: params.get('session') || '', size: 10 }),
+    el('input', { name: 'user', placeholder: 'user', value: params.get('user') || '', size: 8 }),
     el('label', {}, el('input', { name: 'errors', type: 'checkbox', checked: params.get('errors') === 'true' }), ' with errors'),
     el('input', { name: 'score', placeholder: 'score (thumbs=false)', value: params.get('score') || '', size: 14, title: 'runs with a score: NAME<OP>VALUE, e.g. helpfulness>=0.8, thumbs=false, label=good' }),
     el('button', { type: 'submit' }, 'Apply'), columnsPicker());
