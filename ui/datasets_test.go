@@ -146,18 +146,17 @@ func TestDatasetsAndExperiments(t *testing.T) {
 		t.Errorf("totals: %v", err)
 	}
 	tb.screenshot(t, "compare")
-	tb.do(t, "both runs", chromedp.Click(chromedp.CSS(`#compare-rows tbody tr[data-change="regression"]`)), waitLoaded(`#sidebyside .pair.diverged`))
-	if err := hasText(eval[string](t, tb, `document.querySelector('#divergence').innerText`), "First divergence"); err != nil {
+	tb.do(t, "both runs", chromedp.Click(chromedp.CSS(`#compare-rows tbody tr[data-change="regression"]`)), waitLoaded(`#compare-steps tr.diverged`))
+	if err := hasText(eval[string](t, tb, `document.querySelector('#compare-divergence').innerText`), "First divergence"); err != nil {
 		t.Errorf("divergence: %v", err)
 	}
-	sides := eval[[]string](t, tb, `[...document.querySelectorAll('#sidebyside .pair.diverged')].map(d => d.dataset.side + ':' + d.innerText)`)
-	if len(sides) != 2 || !strings.HasPrefix(sides[0], "a:") || !strings.HasPrefix(sides[1], "b:") {
-		t.Errorf("diverged pair %q", sides)
+	if n := eval[int](t, tb, `document.querySelectorAll('#compare-steps tr.diverged td.cmp-call, #compare-steps tr.diverged td.cmp-none').length`); n != 2 {
+		t.Errorf("the diverged row has %d cells of calls, want A's and B's", n)
 	}
-	links := eval[int](t, tb, `document.querySelectorAll('#sidebyside h2 a[href^="#/run/"]').length`)
+	links := eval[int](t, tb, `document.querySelectorAll('#compare-a-link[href^="#/run/"], #compare-b-link[href^="#/run/"]').length`)
 	if links != 2 {
 		t.Errorf("%d links to the two runs, want 2", links)
 	}
-	tb.screenshot(t, "tracediff")
+	tb.screenshot(t, "compare-runs")
 	tb.noConsoleErrors(t)
 }

@@ -6,9 +6,8 @@
 //   #/sessions?user=&since= sessions; #/session/<id> one as its conversation
 //   #/datasets              datasets; #/dataset/<name>?version=N one version
 //   #/experiments?dataset=  experiments; #/compare?a=&b= two experiments compared;
-//   #/tracediff?a=&b=       two runs side by side, first divergence marked
 //   #/alerts                monitors and their firings
-//   #/compare/<a>/<b>       two runs side by side (a branch and its original), the first divergence marked
+//   #/compare/<a>/<b>       two runs side by side (a branch and its original, a case in two experiments), the first divergence marked
 
 //   #/rules                 online evaluation rules
 // On a collector that requires API keys, the sign-in form stands in for
@@ -22,7 +21,7 @@ import { dashboardPage } from './dashboard.js';
 import { evaluationsPage, evaluationPage } from './evaluations.js';
 import { sessionsPage, sessionPage } from './sessions.js';
 import { datasetsPage, datasetPage } from './datasets.js';
-import { experimentsPage, comparePage, traceDiffPage } from './experiments.js';
+import { experimentsPage, comparePage } from './experiments.js';
 import { alertsPage } from './alerts.js';
 import { comparePage as runsComparePage } from './compare.js';
 
@@ -64,7 +63,6 @@ function route() {
     case 'experiments': cleanup = experimentsPage(main, params); break;
     // #/compare/<a>/<b> compares two runs; #/compare?a=&b= two experiments.
     case 'compare': cleanup = parts[1] ? runsComparePage(main, parts[1], parts[2] || '') : comparePage(main, params); break;
-    case 'tracediff': cleanup = traceDiffPage(main, params); break;
     case 'alerts': cleanup = alertsPage(main, params); break;
 
     case 'rules': cleanup = rulesPage(main); break;

@@ -1,10 +1,8 @@
 // The experiments pages: the list of experiments (/api/v1/experiments),
 // the comparison of two (/api/v1/experiments/compare: regressions first,
-// then fixes, then unchanged; totals with deltas), and two runs of one
-// case side by side with their first divergence marked
-// (/api/v1/traces/diff, what `loupe traces diff` computes).
+// then fixes, then unchanged; totals with deltas), whose cases open their
+// two runs side by side on the compare page (#/compare/<a>/<b>).
 import { el, api, showError, clip, fmtDur, fmtTime } from './dom.js';
-import { jsonView } from './json.js';
 
 const pct = f => (100 * f).toFixed(1) + '%';
 const signed = (f, d) => (f > 0 ? '+' : '') + f.toFixed(d);
@@ -71,53 +69,11 @@ export function comparePage(main, params) {
       const tr = el('tr', { className: 'change-' + r.change + (both ? ' clickable' : ''), 'data-case': r.id, 'data-change': r.change, title: both ? 'open both runs side by side' : '' },
         el('td', {}, el('span', { className: 'badge ' + (r.change === 'regression' ? 'bad' : r.change === 'fix' ? 'ok' : '') }, r.change)),
         el('td', {}, clip(r.id, 120)), cell(r.a), cell(r.b), el('td', { className: 'num' }, signed(r.score_delta, 2)));
-      if (both) tr.addEventListener('click', () => { location.hash = '#/tracediff?a=' + encodeURIComponent(r.a.trace) + '&b=' + encodeURIComponent(r.b.trace) + '&case=' + encodeURIComponent(r.id); });
+      if (both) tr.addEventListener('click', () => { location.hash = '#/compare/' + encodeURIComponent(r.a.trace) + '/' + encodeURIComponent(r.b.trace); });
       tbody.append(tr);
     }
     main.append(el('table', { className: 'grid', id: 'compare-rows' },
       el('thead', {}, el('tr', {}, ['Change', 'Case', clip(c.a, 40), clip(c.b, 40), 'Score change'].map(h => el('th', {}, h)))), tbody));
-    main.dataset.loaded = 'true';
-  }, e => { if (!ctl.signal.aborted) showError(e); });
-  return () => ctl.abort();
-}
-
-function callView(call) {
-  if (!call) return el('div', { className: 'call muted' }, '—');
-  return el('div', { className: 'call' },
-    el('div', {}, el('span', { className: 'type' }, call.kind), el('strong', {}, clip(call.name, 100)), el('span', { className: 'dur' }, fmtDur(call.duration_ns))),
-    call.error ? el('div', { className: 'errtext' }, clip(call.error, 2000)) : '',
-    call.kind === 'tool' && call.input !== undefined ? jsonView(call.input) : '',
-    call.kind === 'model' && call.response && call.response.Content ? el('div', { className: 'snippet' }, clip(call.response.Content, 2000)) : '',
-    call.kind === 'model' && call.response && (call.response.ToolCalls || []).length
-      ? el('div', { className: 'muted' }, 'asks for ' + call.response.ToolCalls.map(t => clip(t.name, 60)).join(', ')) : '');
-}
-
-/** traceDiffPage shows two runs step by step, side by side, with the
- *  first divergence marked and explained. */
-export function traceDiffPage(main, params) {
-  const ctl = new AbortController();
-  const a = params.get('a') || '', b = params.get('b') || '';
-  api('/api/v1/traces/diff?a=' + encodeURIComponent(a) + '&b=' + encodeURIComponent(b), ctl.signal).then(c => {
-    const head = info => el('div', {}, el('h2', {}, el('a', { href: '#/run/' + encodeURIComponent(info.trace_id) }, clip(info.name || info.trace_id, 80))),
-      el('div', { className: 'muted' }, `${info.status || 'running'} · ${info.steps} steps · ${info.tool_calls} tool calls`),
-      el('div', { className: 'snippet' }, clip(info.answer, 1000)));
-    main.append(el('div', { className: 'run-head' }, el('h1', {}, params.get('case') ? `Case ${clip(params.get('case'), 120)}` : 'Two runs')));
-    const dv = c.divergence;
-    main.append(dv
-      ? el('div', { className: 'divergence', id: 'divergence' }, el('strong', {}, `First divergence: step ${dv.step}, ${clip(dv.call, 100)}: `), clip(dv.summary, 500),
-        (dv.diff || []).length ? el('pre', {}, dv.diff.map(l => clip(l, 500)).join('\n')) : '')
-      : el('div', { className: 'muted', id: 'divergence' }, 'The two runs made the same calls.'));
-    const grid = el('div', { className: 'sidebyside', id: 'sidebyside' }, head(c.a), head(c.b));
-    for (const s of c.steps || []) {
-      grid.append(el('div', { className: 'stephead' }, `step ${s.step}`));
-      for (const r of s.rows) {
-        const cls = 'pair' + (r.diverged ? ' diverged' : '');
-        grid.append(el('div', { className: cls, 'data-side': 'a' }, callView(r.a)), el('div', { className: cls, 'data-side': 'b' }, callView(r.b)));
-      }
-    }
-    main.append(grid);
-    const first = grid.querySelector('.diverged');
-    if (first) first.scrollIntoView({ block: 'center' });
     main.dataset.loaded = 'true';
   }, e => { if (!ctl.signal.aborted) showError(e); });
   return () => ctl.abort();
