@@ -92,10 +92,15 @@ func TestMCPEndpoint(t *testing.T) {
 
 	// A read key reads, and is refused the tools that run or delete.
 	rs := connect(e.ts.URL+"/mcp", bearer{read})
-	for _, name := range []string{"list_traces", "search_traces"} {
-		res, err := rs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+	for _, call := range []*mcp.CallToolParams{
+		{Name: "list_traces", Arguments: map[string]any{}},
+		{Name: "search_traces", Arguments: map[string]any{}},
+		{Name: "list_sessions", Arguments: map[string]any{}},
+		{Name: "list_scores", Arguments: map[string]any{"session": "conv-1"}},
+	} {
+		res, err := rs.CallTool(context.Background(), call)
 		if err != nil || res.IsError {
-			t.Errorf("%s with a read key: %v %+v", name, err, res)
+			t.Errorf("%s with a read key: %v %+v", call.Name, err, res)
 		}
 	}
 	for _, call := range []*mcp.CallToolParams{

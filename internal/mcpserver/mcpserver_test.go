@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -211,7 +212,7 @@ func exercise(t *testing.T, cs *mcp.ClientSession) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"delete_trace", "get_execution_trace", "list_traces", "run_agent_with_trace", "run_eval", "search_traces"}; !slices.Equal(names, want) {
+	if want := []string{"delete_trace", "get_execution_trace", "list_scores", "list_sessions", "list_traces", "run_agent_with_trace", "run_eval", "search_traces"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 
@@ -817,6 +818,64 @@ func TestHandlerRefusesCrossOrigin(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tc.want {
 			t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+}
+
+// TestQualityTools: list_sessions lists the sessions of the stored runs
+// with their totals, and list_scores a trace's scores (by id prefix) or a
+// session's; bad arguments are the tool's errors, not the protocol's.
+func TestQualityTools(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	tr := trace.New(trace.Options{Sinks: []trace.Sink{store.NewSink(st)}, Dispatch: trace.DispatchOptions{OnFull: trace.Block}})
+	var ids []trace.TraceID
+	for i := range 2 {
+		_, run := tr.Start(ctx, "support", trace.RunOptions{Input: trace.Text("hi"), Session: "conv-1", User: "ada"})
+		run.End(trace.Text("answer "+strconv.Itoa(i)), nil)
+		ids = append(ids, run.TraceID())
+	}
+	if err := tr.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc := st.(store.Scorer)
+	if _, err := sc.AddScores(ctx, []store.Score{
+		{TraceID: ids[0], Name: "thumbs", Kind: store.ScoreBoolean, Value: 1, Source: store.SourceHuman, Author: "ada", Comment: "right"},
+		{Session: "conv-1", Name: "resolved", Kind: store.ScoreBoolean, Value: 1, Source: store.SourceAPI},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connectMemory(t, newServer(t, Options{Store: st}))
+	call := func(name string, args map[string]any) (*mcp.CallToolResult, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res, res.Content[0].(*mcp.TextContent).Text
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		err  bool
+		want []string
+	}{
+		{"list_sessions", map[string]any{}, false, []string{`"session":"conv-1"`, `"user":"ada"`, `"runs":2`}},
+		{"list_sessions", map[string]any{"user": "bob"}, false, []string{`"sessions":[]`}},
+		{"list_scores", map[string]any{"trace_id": ids[0].String()[:8]}, false, []string{`"name":"thumbs"`, `"comment":"right"`, `"author":"ada"`}},
+		{"list_scores", map[string]any{"session": "conv-1"}, false, []string{`"name":"resolved"`}},
+		{"list_scores", map[string]any{}, true, []string{"give the trace_id"}},
+		{"list_scores", map[string]any{"trace_id": ids[0].String(), "session": "conv-1"}, true, []string{"not both"}},
+		{"list_scores", map[string]any{"trace_id": "abcd0000"}, true, []string{"no trace"}},
+	} {
+		res, text := call(tc.name, tc.args)
+		if res.IsError != tc.err {
+			t.Errorf("%s %v: error %v, want %v: %s", tc.name, tc.args, res.IsError, tc.err, text)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s %v: %s lacks %s", tc.name, tc.args, text, w)
+			}
 		}
 	}
 }

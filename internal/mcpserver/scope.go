@@ -10,7 +10,7 @@ import (
 // readOnlyTools are the tools a read key may call over HTTP; every other
 // tool runs agents, evaluations or pipelines, or deletes, and needs an
 // admin key.
-var readOnlyTools = []string{"get_execution_trace", "list_traces", "search_traces"}
+var readOnlyTools = []string{"get_execution_trace", "list_traces", "search_traces", "list_sessions", "list_scores"}
 
 // adminScope is the scope name package server puts in the token info of
 // an admin key (server.ScopeAdmin).
@@ -31,7 +31,7 @@ func checkScope(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if ex := call.GetExtra(); ex != nil && ex.TokenInfo != nil && !slices.Contains(ex.TokenInfo.Scopes, adminScope) {
 			res := &mcp.CallToolResult{IsError: true}
-			res.Content = []mcp.Content{&mcp.TextContent{Text: "tool " + clip(call.Params.Name) + " needs an admin key: a read key may call " + "get_execution_trace, list_traces and search_traces"}}
+			res.Content = []mcp.Content{&mcp.TextContent{Text: "tool " + clip(call.Params.Name) + " needs an admin key: a read key may call " + "get_execution_trace, list_traces, search_traces, list_sessions and list_scores"}}
 			return res, nil
 		}
 		return next(ctx, method, req)

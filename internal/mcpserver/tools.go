@@ -221,6 +221,8 @@ func (s *Server) addTools() {
 		Annotations: &mcp.ToolAnnotations{Title: "Search traces", ReadOnlyHint: true},
 	}, safe(s.log, s.searchTracesTool))
 
+	s.addQualityTools(limit)
+
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "delete_trace",
 		Description: "Delete one stored trace and all its records. Give the full trace id.",
