@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -101,16 +102,8 @@ func newScoresLsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return tracesview.WriteJSON(cmd.OutOrStdout(), page)
-				}
-				if err := scoresview.Table(cmd.OutOrStdout(), page.Scores); err != nil {
-					return err
-				}
-				if page.Next != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", page.Next)
-				}
-				return nil
+				table := func(w io.Writer) error { return scoresview.Table(w, page.Scores) }
+				return tracesview.WritePage(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, page, table, page.Next)
 			})
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -43,20 +44,11 @@ func newSessionsLsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				out := cmd.OutOrStdout()
-				if asJSON {
-					if page.Sessions == nil {
-						page.Sessions = []store.SessionSummary{}
-					}
-					return tracesview.WriteJSON(out, page)
+				if page.Sessions == nil {
+					page.Sessions = []store.SessionSummary{}
 				}
-				if err := tracesview.SessionTable(out, page.Sessions); err != nil {
-					return err
-				}
-				if page.Next != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", page.Next)
-				}
-				return nil
+				table := func(w io.Writer) error { return tracesview.SessionTable(w, page.Sessions) }
+				return tracesview.WritePage(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, page, table, page.Next)
 			})
 		},
 	}

@@ -192,20 +192,11 @@ func newTracesLsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				out := cmd.OutOrStdout()
-				if asJSON {
-					if res.Traces == nil {
-						res.Traces = []store.Summary{}
-					}
-					return tracesview.WriteJSON(out, res)
+				if res.Traces == nil {
+					res.Traces = []store.Summary{}
 				}
-				if err := tracesview.Table(out, res.Traces); err != nil {
-					return err
-				}
-				if res.Next != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", res.Next)
-				}
-				return nil
+				table := func(w io.Writer) error { return tracesview.Table(w, res.Traces) }
+				return tracesview.WritePage(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, res, table, res.Next)
 			})
 		},
 	}
@@ -297,24 +288,17 @@ the match in [brackets].`,
 				if err != nil {
 					return err
 				}
-				out := cmd.OutOrStdout()
-				if asJSON {
-					if res.Hits == nil {
-						res.Hits = []store.Hit{}
+				if res.Hits == nil {
+					res.Hits = []store.Hit{}
+				}
+				table := func(w io.Writer) error {
+					if len(res.Hits) == 0 {
+						_, err := fmt.Fprintln(w, "no matches")
+						return err
 					}
-					return tracesview.WriteJSON(out, res)
+					return tracesview.Hits(w, res.Hits, q)
 				}
-				if len(res.Hits) == 0 {
-					fmt.Fprintln(out, "no matches")
-					return nil
-				}
-				if err := tracesview.Hits(out, res.Hits, q); err != nil {
-					return err
-				}
-				if res.Next != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", res.Next)
-				}
-				return nil
+				return tracesview.WritePage(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, res, table, res.Next)
 			})
 		},
 	}

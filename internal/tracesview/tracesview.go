@@ -248,6 +248,23 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// WritePage writes one page of a listing as every `ls` of the CLI
+// prints it: the page v as JSON, or the table that table writes on out
+// followed, on errw, by the cursor of the next page when there is one
+// (next), so that a pipe of the table holds the rows only.
+func WritePage(out, errw io.Writer, asJSON bool, v any, table func(io.Writer) error, next string) error {
+	if asJSON {
+		return WriteJSON(out, v)
+	}
+	if err := table(out); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(errw, "more: --cursor %s\n", next)
+	}
+	return nil
+}
+
 // Hits writes search hits, one per line: the trace (id prefix and name),
 // the record (seq, type, name), the field that matched and a snippet in
 // which each query word and phrase is [bracketed].
