@@ -1,7 +1,6 @@
 package genkittrace
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -167,36 +166,4 @@ func putValue(dst pcommon.Value, v attribute.Value, depth int) {
 	default:
 		dst.SetStr(v.String())
 	}
-}
-
-// normalizeTool rewrites a Genkit Go tool span into the shape the otlp
-// mapping reads. Genkit Go runs every tool as a "tool.v2" action (ai/
-// tools.go), whose subtype the mapping does not know and whose output is
-// a MultipartToolResponse ({"output": …, "content": [parts]}): the span
-// becomes a "tool" and, when the tool returned no content parts, its
-// output is the tool's own output, what the model is given as the tool's
-// result.
-func normalizeTool(td ptrace.Traces) {
-	a := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes()
-	sub, ok := a.Get("genkit:metadata:subtype")
-	if !ok || sub.Type() != pcommon.ValueTypeStr || sub.Str() != "tool.v2" {
-		return
-	}
-	sub.SetStr("tool")
-	out, ok := a.Get("genkit:output")
-	if !ok || out.Type() != pcommon.ValueTypeStr {
-		return
-	}
-	var mp struct {
-		Output  json.RawMessage   `json:"output"`
-		Content []json.RawMessage `json:"content"`
-	}
-	s := out.Str()
-	if len(s) == 0 || s[0] != '{' || json.Unmarshal([]byte(s), &mp) != nil || len(mp.Content) > 0 {
-		return
-	}
-	if len(mp.Output) == 0 {
-		mp.Output = json.RawMessage("null")
-	}
-	out.SetStr(string(mp.Output))
 }

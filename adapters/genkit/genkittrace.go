@@ -180,10 +180,7 @@ func (p *Processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	// The outermost Genkit span is the run, whatever span it runs under.
 	root := genkit && isRoot(s)
-	td := toPdata(s, root)
-	if genkit {
-		normalizeTool(td)
-	}
+	td := toPdata(s, root) // otlp reads Genkit Go's tool.v2 actions as tool calls
 	res := otlp.Map(td, &otlp.Options{MaxValueBytes: p.o.MaxValueBytes})
 	for _, e := range res.Rejected {
 		p.rejected.Add(1)

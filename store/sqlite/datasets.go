@@ -6,7 +6,7 @@ import (
 	"github.com/loupe-dev/loupe/store"
 )
 
-// The store.Datasets methods, on the tables of migration 5.
+// The store.Datasets methods, on the tables of migration 7.
 
 // PutDatasetVersion implements store.Datasets.
 func (s *Store) PutDatasetVersion(ctx context.Context, base int, v store.DatasetVersion) (store.DatasetVersion, error) {
