@@ -63,11 +63,14 @@ func ProjectDSN(dsnOrPath, project string) (string, error) {
 		}
 		q := u.Query()
 		base := strings.TrimSpace(strings.Split(q.Get("search_path"), ",")[0])
-		base = strings.Trim(base, `"`)
-		if base == "" || base == "$user" {
-			base = "public"
+		schema := strings.ToLower(base) + "__" + project // PostgreSQL folds unquoted names
+		if len(base) > 1 && base[0] == '"' && base[len(base)-1] == '"' {
+			schema = `"` + base[1:len(base)-1] + "__" + project + `"`
 		}
-		q.Set("search_path", base+"__"+project)
+		if base == "" || base == "$user" {
+			schema = "public__" + project
+		}
+		q.Set("search_path", schema)
 		u.RawQuery = q.Encode()
 		return u.String(), nil
 	}

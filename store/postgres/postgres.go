@@ -284,7 +284,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // SCHEMA IF NOT EXISTS needs the CREATE privilege on the database even
 // when the schema exists.
 func (s *Store) ensureSchema(ctx context.Context, searchPath string) error {
-	schema := strings.Trim(strings.TrimSpace(strings.Split(searchPath, ",")[0]), `"`)
+	schema := strings.TrimSpace(strings.Split(searchPath, ",")[0])
+	if len(schema) > 1 && schema[0] == '"' && schema[len(schema)-1] == '"' {
+		schema = strings.ReplaceAll(schema[1:len(schema)-1], `""`, `"`)
+	} else {
+		schema = strings.ToLower(schema) // as PostgreSQL reads an unquoted name
+	}
 	if schema == "" || schema == "$user" || schema == "public" {
 		return nil
 	}
