@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/loupe-dev/loupe/internal/mcpserver"
 	"github.com/loupe-dev/loupe/online"
@@ -407,5 +414,64 @@ func TestProjectsAPI(t *testing.T) {
 	}
 	if code, b := pe.as("all", "GET", "/api/v1/traces?project=c", "", nil); code != 200 || !strings.Contains(string(b), "charlie") {
 		t.Fatalf("the new project's traces: %d %s", code, b)
+	}
+}
+
+// OTLP/gRPC names its project by the loupe-project metadata or the
+// resource attribute, within what its key allows.
+func TestGRPCProjects(t *testing.T) {
+	pe := newProjectsEnv(t, Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeGRPCListener(ctx, ln, pe.srv, nil) }()
+	t.Cleanup(func() { cancel(); <-done })
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	client := ptraceotlp.NewGRPCClient(conn)
+	export := func(key, project string, attr string) error {
+		td, _ := otlpFile(t, "genai.json")
+		if attr != "" {
+			td.ResourceSpans().At(0).Resource().Attributes().PutStr(ProjectAttribute, attr)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+pe.keys[key])
+		if project != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "loupe-project", project)
+		}
+		_, err := client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
+		return err
+	}
+	for _, c := range []struct {
+		key, project, attr string
+		code               codes.Code
+		lands              string // the key that then sees a trace
+	}{
+		{"ingestA", "", "", codes.OK, "readA"},
+		{"ab", "b", "", codes.OK, "readB"},
+		{"ab", "", "b", codes.OK, "readB"},
+		{"ingestA", "b", "", codes.PermissionDenied, ""},
+		{"ingestA", "", "b", codes.PermissionDenied, ""},
+		{"all", "nosuch", "", codes.NotFound, ""},
+	} {
+		err := export(c.key, c.project, c.attr)
+		if status.Code(err) != c.code {
+			t.Errorf("export as %s into %q/%q: %v, want %s", c.key, c.project, c.attr, err, c.code)
+		}
+		if c.lands != "" {
+			if ids := traceIDsOf(t, pe, c.lands); len(ids) != 1 {
+				t.Errorf("after export as %s into %q/%q, %s sees %v", c.key, c.project, c.attr, c.lands, ids)
+			}
+		}
+	}
+	if ids := traceIDsOf(t, pe, "default"); len(ids) != 0 {
+		t.Errorf("the default project got %v", ids)
 	}
 }

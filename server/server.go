@@ -35,6 +35,15 @@
 // their own process, and their backlog comes from the store), so several
 // servers can share one PostgreSQL store.
 //
+// Every trace, score, dataset, rule and monitor belongs to a project: the
+// default one (Options.Store), or one made with CreateProject, whose store
+// Options.Projects opens beside it (see store.ProjectDSN) and which a
+// server of its own serves. A request names its project with the
+// Loupe-Project header, the project query parameter, the loupe_project
+// cookie or the OTLP resource attribute loupe.project (else its key's
+// first project); its key must allow it (Key.Projects). No query of one
+// project can reach another's store.
+//
 // Every request must name the server in its Host (loopback names, or
 // Options.Hosts), and no web page of another origin may send a
 // state-changing request (Options.TrustedOrigins): loopback is reachable

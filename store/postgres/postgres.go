@@ -260,6 +260,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(16)
+	// A collector opens a store per project it serves; an idle project's
+	// connections go, so that they do not add up to max_connections.
+	db.SetConnMaxIdleTime(time.Minute)
 	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}}
 	if err := s.ensureSchema(ctx, cfg.RuntimeParams["search_path"]); err != nil {
 		db.Close()
