@@ -69,10 +69,19 @@ func RunsLink(f *store.Firing) string {
 // TraceLink returns the web UI route of one trace.
 func TraceLink(id trace.TraceID) string { return "#/run/" + id.String() }
 
+// uiLink is the web UI's page frag (a "#/…" fragment) under base; a base
+// with a query (a project's, "http://h/?project=a") keeps it.
+func uiLink(base, frag string) string {
+	if strings.Contains(base, "?") {
+		return base + frag
+	}
+	return strings.TrimSuffix(base, "/") + "/" + frag
+}
+
 func (e *Engine) notification(m *Monitor, f store.Firing, event string, value float64, now time.Time) Notification {
 	n := Notification{Monitor: m.Name, State: event, Metric: m.Metric, Filter: m.Filter, Op: m.op(), Threshold: m.Threshold,
 		Resolve: m.resolveAt(), Window: time.Duration(m.Window).String(), Time: now.UTC(), Started: f.Started.UTC(), FiringID: f.ID,
-		Link: strings.TrimSuffix(e.o.UIURL, "/") + "/" + RunsLink(&f), TraceIDs: f.TraceIDs}
+		Link: uiLink(e.o.UIURL, RunsLink(&f)), TraceIDs: f.TraceIDs}
 	if e.o.UIURL == "" {
 		n.Link = RunsLink(&f)
 	}

@@ -189,41 +189,61 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // Unavailable for a store failure (retried), ResourceExhausted (from gRPC)
 // for a message over the limit.
 func (s *Server) exportGRPC(ctx context.Context, dec func(any) error) (*rawMessage, error) {
-	return s.exportSignal(ctx, dec, grpcTraceMethod, func(ctx context.Context, b []byte) (int64, string, error) {
-		return s.ingestTracesBody(ctx, b, false)
+	return s.exportSignal(ctx, dec, grpcTraceMethod, func(ctx context.Context, t *Server, b []byte) (int64, string, error) {
+		return t.ingestTracesBody(ctx, b, false)
 	})
 }
 
 // exportLogsGRPC is LogsService/Export, as exportGRPC is
 // TraceService/Export; the partial success counts log records.
 func (s *Server) exportLogsGRPC(ctx context.Context, dec func(any) error) (*rawMessage, error) {
-	return s.exportSignal(ctx, dec, grpcLogsMethod, func(ctx context.Context, b []byte) (int64, string, error) {
-		return s.ingestLogsBody(ctx, b, false)
+	return s.exportSignal(ctx, dec, grpcLogsMethod, func(ctx context.Context, t *Server, b []byte) (int64, string, error) {
+		return t.ingestLogsBody(ctx, b, false)
 	})
 }
 
 // exportSignal is one OTLP/gRPC export through ingest (see exportGRPC).
-func (s *Server) exportSignal(ctx context.Context, dec func(any) error, method string, ingest func(context.Context, []byte) (int64, string, error)) (resp *rawMessage, err error) {
+func (s *Server) exportSignal(ctx context.Context, dec func(any) error, method string, ingest func(context.Context, *Server, []byte) (int64, string, error)) (resp *rawMessage, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("loupe serve: panic", "method", method, "panic", v, "stack", string(debug.Stack()))
 			resp, err = nil, status.Error(codes.Internal, "internal error (logged by the server)")
 		}
 	}()
+	var id *identity
 	if s.o.RequireKeys {
-		if err := s.authorizeGRPC(ctx); err != nil {
+		k, err := s.authorizeGRPC(ctx)
+		if err != nil {
 			return nil, err
 		}
+		id = &identity{key: k}
+		ctx = context.WithValue(ctx, identityKey{}, *id)
+	}
+	project := store.DefaultProject
+	if id != nil {
+		project = id.key.homeProject()
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(strings.ToLower(ProjectHeader)); len(v) > 0 && strings.TrimSpace(v[0]) != "" {
+		project = strings.TrimSpace(v[0])
+	}
+	target, err := s.projectFor(ctx, project)
+	if err != nil {
+		return nil, grpcProjectError(err)
 	}
 	var b rawMessage
 	if err := dec(&b); err != nil {
 		return nil, err // already a status (ResourceExhausted, Canceled, …)
 	}
-	rejected, msg, err := ingest(ctx, b)
+	rejected, msg, err := ingest(ctx, target, b)
 	if err != nil {
 		var de decodeError
+		var pe *projectError
 		if errors.As(err, &de) {
 			return nil, status.Error(codes.InvalidArgument, clip(err.Error(), maxErrorText))
+		}
+		if errors.As(err, &pe) {
+			return nil, grpcProjectError(err)
 		}
 		return nil, s.grpcStoreError(ctx, method, err)
 	}
@@ -253,7 +273,7 @@ func (s *Server) grpcStoreError(ctx context.Context, method string, err error) e
 
 // authorizeGRPC checks the API key in the request's metadata
 // ("authorization: Bearer lk_…"): it must be an ingest or admin key.
-func (s *Server) authorizeGRPC(ctx context.Context) error {
+func (s *Server) authorizeGRPC(ctx context.Context) (Key, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	var token string
 	for _, v := range md.Get("authorization") {
@@ -263,17 +283,30 @@ func (s *Server) authorizeGRPC(ctx context.Context) error {
 		}
 	}
 	if token == "" {
-		return status.Error(codes.Unauthenticated, "this server requires an API key: send the metadata authorization: Bearer <key> (create one with loupe keys create --scope ingest)")
+		return Key{}, status.Error(codes.Unauthenticated, "this server requires an API key: send the metadata authorization: Bearer <key> (create one with loupe keys create --scope ingest)")
 	}
 	k, err := authenticate(ctx, s.keys, token)
 	if err != nil {
 		if strings.Contains(err.Error(), "API key") {
-			return status.Error(codes.Unauthenticated, err.Error())
+			return Key{}, status.Error(codes.Unauthenticated, err.Error())
 		}
-		return s.grpcStoreError(ctx, "authorization", err)
+		return Key{}, s.grpcStoreError(ctx, "authorization", err)
 	}
 	if k.Scope != ScopeIngest && k.Scope != ScopeAdmin {
-		return status.Error(codes.PermissionDenied, fmt.Sprintf("API key %s has scope %s, which does not allow OTLP export (use an ingest or admin key)", k.ID, k.Scope))
+		return Key{}, status.Error(codes.PermissionDenied, fmt.Sprintf("API key %s has scope %s, which does not allow OTLP export (use an ingest or admin key)", k.ID, k.Scope))
 	}
-	return nil
+	return k, nil
+}
+
+// grpcProjectError is the status of a project the request may not use
+// (PermissionDenied) or that does not exist (NotFound).
+func grpcProjectError(err error) error {
+	var pe *projectError
+	if errors.As(err, &pe) {
+		if pe.missing {
+			return status.Error(codes.NotFound, pe.Error())
+		}
+		return status.Error(codes.PermissionDenied, pe.Error())
+	}
+	return status.Error(codes.Unavailable, "the store failed; retry later (the server logged the details)")
 }

@@ -9,11 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -313,6 +316,15 @@ func (s *Server) serveOTLP(w http.ResponseWriter, r *http.Request, sig otlpSigna
 			writeStatus(w, isJSON, http.StatusBadRequest, err.Error())
 			return
 		}
+		var pe *projectError
+		if errors.As(err, &pe) {
+			code := http.StatusForbidden
+			if pe.missing {
+				code = http.StatusNotFound
+			}
+			writeStatus(w, isJSON, code, pe.Error())
+			return
+		}
 		if r.Context().Err() == nil {
 			s.log.Error("loupe serve: store error", "path", r.URL.Path, "err", err)
 		}
@@ -364,6 +376,20 @@ func (s *Server) ingestLogsBody(ctx context.Context, b []byte, isJSON bool) (int
 // success to answer: how many spans were rejected and why. OTLP/HTTP and
 // OTLP/gRPC both ingest through it.
 func (s *Server) ingestOTLP(ctx context.Context, td ptrace.Traces) (rejected int64, msg string, err error) {
+	rss := td.ResourceSpans()
+	names := make([]string, rss.Len())
+	for i := range names {
+		names[i] = resourceProject(rss.At(i).Resource().Attributes(), s.name)
+	}
+	if parts := splitByProject(names, s.name); parts != nil {
+		return s.ingestParts(ctx, parts, func(t *Server, idx []int) (int64, string, error) {
+			part := ptrace.NewTraces()
+			for _, i := range idx {
+				rss.At(i).CopyTo(part.ResourceSpans().AppendEmpty())
+			}
+			return t.ingestOTLP(ctx, part)
+		})
+	}
 	res := otlp.Map(td, &s.o.OTLP)
 	errs := make([]error, len(res.Rejected))
 	for i, e := range res.Rejected {
@@ -375,12 +401,81 @@ func (s *Server) ingestOTLP(ctx context.Context, td ptrace.Traces) (rejected int
 // ingestLogs is ingestOTLP for decoded OTLP log records (otlp.MapLogs):
 // the partial success counts the log records rejected.
 func (s *Server) ingestLogs(ctx context.Context, ld plog.Logs) (rejected int64, msg string, err error) {
+	rls := ld.ResourceLogs()
+	names := make([]string, rls.Len())
+	for i := range names {
+		names[i] = resourceProject(rls.At(i).Resource().Attributes(), s.name)
+	}
+	if parts := splitByProject(names, s.name); parts != nil {
+		return s.ingestParts(ctx, parts, func(t *Server, idx []int) (int64, string, error) {
+			part := plog.NewLogs()
+			for _, i := range idx {
+				rls.At(i).CopyTo(part.ResourceLogs().AppendEmpty())
+			}
+			return t.ingestLogs(ctx, part)
+		})
+	}
 	res := otlp.MapLogs(ld, &s.o.OTLP)
 	errs := make([]error, len(res.Rejected))
 	for i, e := range res.Rejected {
 		errs[i] = e
 	}
 	return s.commitMapped(ctx, res.Records, errs)
+}
+
+// resourceProject is the project a resource's attributes name
+// (ProjectAttribute), or def.
+func resourceProject(attrs pcommon.Map, def string) string {
+	if v, ok := attrs.Get(ProjectAttribute); ok {
+		if p := strings.TrimSpace(v.AsString()); p != "" {
+			return p
+		}
+	}
+	return def
+}
+
+// splitByProject groups the resources of a request by the project each
+// names (names[i] is resource i's): nil when every one is here's.
+func splitByProject(names []string, here string) map[string][]int {
+	var parts map[string][]int
+	for i, n := range names {
+		if n != here && parts == nil {
+			parts = map[string][]int{}
+			for j := range i {
+				parts[here] = append(parts[here], j)
+			}
+		}
+		if parts != nil {
+			parts[n] = append(parts[n], i)
+		}
+	}
+	return parts
+}
+
+// ingestParts ingests the resources of a request that name other
+// projects than the request's: each project's part into that project, in
+// name order, once the request is found to be allowed every one of them
+// (so that a refusal stores nothing). A failure fails the request; the
+// parts committed before it stay, and a sender's retry stores them
+// again harmlessly (records are unique by trace and seq).
+func (s *Server) ingestParts(ctx context.Context, parts map[string][]int, ingest func(t *Server, idx []int) (int64, string, error)) (rejected int64, msg string, err error) {
+	names := slices.Sorted(maps.Keys(parts))
+	targets := make([]*Server, len(names))
+	for i, n := range names {
+		if targets[i], err = s.projectFor(ctx, n); err != nil {
+			return 0, "", err
+		}
+	}
+	for i, n := range names {
+		r, m, err := ingest(targets[i], parts[n])
+		if err != nil {
+			return 0, "", err
+		}
+		if rejected += r; msg == "" {
+			msg = m
+		}
+	}
+	return rejected, msg, nil
 }
 
 // commitMapped repairs and commits mapped records and returns the partial

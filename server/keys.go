@@ -46,6 +46,12 @@ type Key struct {
 	Name    string    `json:"name"`    // a label given at creation
 	Created time.Time `json:"created"` //
 	SHA256  string    `json:"sha256"`  // hex SHA-256 of the whole key
+
+	// Projects are the projects the key may use; the first is the one its
+	// requests go to when they name none. AllProjects ("*") allows every
+	// project. Empty means the default project only (keys made before
+	// projects existed).
+	Projects []string `json:"projects,omitempty"`
 }
 
 // keyPrefix is the settings namespace of API keys.
@@ -62,17 +68,33 @@ func settings(st store.Store) (store.Settings, error) {
 	return s, nil
 }
 
-// CreateKey makes a new API key with scope, stores its hash in st and
-// returns the key, "lk_<id>_<secret>", which is shown once and cannot be
-// recovered: the secret is 32 random bytes, so a plain SHA-256 (not a slow
-// password hash) is enough to make the stored hash useless to a thief.
-func CreateKey(ctx context.Context, st store.Store, sc Scope, name string, now time.Time) (string, Key, error) {
+// CreateKey makes a new API key with scope for projects (none means the
+// default project; AllProjects, every one), stores its hash in st (the
+// default project's store) and returns the key, "lk_<id>_<secret>", which
+// is shown once and cannot be recovered: the secret is 32 random bytes, so
+// a plain SHA-256 (not a slow password hash) is enough to make the stored
+// hash useless to a thief.
+func CreateKey(ctx context.Context, st store.Store, sc Scope, name string, now time.Time, projects ...string) (string, Key, error) {
 	set, err := settings(st)
 	if err != nil {
 		return "", Key{}, err
 	}
 	if _, err := ParseScope(string(sc)); err != nil {
 		return "", Key{}, err
+	}
+	var ps []string
+	for _, p := range projects {
+		if p != AllProjects {
+			if err := store.CheckProject(p); err != nil {
+				return "", Key{}, err
+			}
+		}
+		if !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 1 && ps[0] == store.DefaultProject {
+		ps = nil
 	}
 	var id [8]byte
 	var secret [32]byte
@@ -82,7 +104,7 @@ func CreateKey(ctx context.Context, st store.Store, sc Scope, name string, now t
 	if _, err := rand.Read(secret[:]); err != nil {
 		return "", Key{}, err
 	}
-	k := Key{ID: hex.EncodeToString(id[:]), Scope: sc, Name: name, Created: now.UTC().Truncate(time.Second)}
+	k := Key{ID: hex.EncodeToString(id[:]), Scope: sc, Name: name, Created: now.UTC().Truncate(time.Second), Projects: ps}
 	token := "lk_" + k.ID + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
 	sum := sha256.Sum256([]byte(token))
 	k.SHA256 = hex.EncodeToString(sum[:])

@@ -49,7 +49,28 @@ type retention struct {
 // nothing.
 // The scheduled passes call it with time.Now(); it is exported so that a
 // program (or a test, with a controlled clock) can run a pass itself.
+//
+// On the root server it runs a pass in every project open now, each with
+// its own period, and returns what they removed together.
 func (s *Server) ApplyRetention(ctx context.Context, now time.Time) (store.PruneResult, error) {
+	if s.root != nil {
+		return s.applyRetention(ctx, now)
+	}
+	var total store.PruneResult
+	var first error
+	for _, p := range s.openProjects() {
+		res, err := p.applyRetention(ctx, now)
+		total.Traces = append(total.Traces, res.Traces...)
+		total.Records += res.Records
+		if first == nil {
+			first = err
+		}
+	}
+	return total, first
+}
+
+// applyRetention is ApplyRetention in s's project only.
+func (s *Server) applyRetention(ctx context.Context, now time.Time) (store.PruneResult, error) {
 	var total store.PruneResult
 	period, _, err := s.retainPeriod(ctx)
 	if err != nil || period <= 0 {
@@ -102,8 +123,8 @@ const retainSetting = "retention:period"
 // API if any (from the store's settings, shared by every collector on
 // it), else Options.Retain. source says which ("api" or "flag").
 func (s *Server) retainPeriod(ctx context.Context) (period time.Duration, source string, err error) {
-	if s.keys != nil {
-		m, err := s.keys.Settings(ctx, retainSetting)
+	if s.settings != nil {
+		m, err := s.settings.Settings(ctx, retainSetting)
 		if err != nil {
 			return 0, "", err
 		}
@@ -147,7 +168,7 @@ func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) { s.retent
 // period for every collector on the store ("0" turns retention off);
 // {"period": null} goes back to each collector's --retain.
 func (s *Server) putRetention(w http.ResponseWriter, r *http.Request) {
-	if s.keys == nil {
+	if s.settings == nil {
 		writeError(w, http.StatusNotImplemented, "this store keeps no settings; set the period with loupe serve --retain")
 		return
 	}
@@ -162,7 +183,7 @@ func (s *Server) putRetention(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if body.Period == nil {
-		_, err = s.keys.DeleteSetting(r.Context(), retainSetting)
+		_, err = s.settings.DeleteSetting(r.Context(), retainSetting)
 	} else {
 		d, perr := store.ParseDuration(*body.Period)
 		if *body.Period == "0" {
@@ -176,7 +197,7 @@ func (s *Server) putRetention(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "period: "+d.String()+" is under an hour; a period that short is almost surely a mistake")
 			return
 		}
-		err = s.keys.PutSetting(r.Context(), retainSetting, strconv.FormatInt(int64(d), 10))
+		err = s.settings.PutSetting(r.Context(), retainSetting, strconv.FormatInt(int64(d), 10))
 	}
 	if err != nil {
 		s.storeError(w, r, err)
@@ -194,7 +215,7 @@ func (s *Server) putRetention(w http.ResponseWriter, r *http.Request) {
 // Close. It runs whenever the store keeps settings, since a period may be
 // set through the API later; a pass with no period does nothing.
 func (s *Server) startRetention() {
-	if s.o.Retain <= 0 && s.keys == nil {
+	if s.o.Retain <= 0 && s.settings == nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -204,7 +225,7 @@ func (s *Server) startRetention() {
 		t := time.NewTicker(s.o.RetainEvery)
 		defer t.Stop()
 		for {
-			s.ApplyRetention(ctx, time.Now())
+			s.applyRetention(ctx, time.Now())
 			select {
 			case <-ctx.Done():
 				return

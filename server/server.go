@@ -35,6 +35,15 @@
 // their own process, and their backlog comes from the store), so several
 // servers can share one PostgreSQL store.
 //
+// Every trace, score, dataset, rule and monitor belongs to a project: the
+// default one (Options.Store), or one made with CreateProject, whose store
+// Options.Projects opens beside it (see store.ProjectDSN) and which a
+// server of its own serves. A request names its project with the
+// Loupe-Project header, the project query parameter, the loupe_project
+// cookie or the OTLP resource attribute loupe.project (else its key's
+// first project); its key must allow it (Key.Projects). No query of one
+// project can reach another's store.
+//
 // Every request must name the server in its Host (loopback names, or
 // Options.Hosts), and no web page of another origin may send a
 // state-changing request (Options.TrustedOrigins): loopback is reachable
@@ -194,19 +203,28 @@ type Options struct {
 	BranchModels     []string
 	BranchMaxCostUSD float64
 	BranchTimeout    time.Duration
+
+	// Projects, if set, opens the projects other than the default one
+	// (whose parts are Store, Online, Alerts and MCP above) when a request
+	// first names them; see CreateProject. Nil serves the default project
+	// only: a request naming another is answered 404.
+	Projects ProjectOpener
 }
 
 // Server is the collector's http.Handler. Create it with New; it is safe
 // for concurrent use. Close ends the live streams (call it before
 // http.Server.Shutdown, which otherwise waits for them).
 type Server struct {
-	o      Options
-	mux    *http.ServeMux
-	hub    *hub
-	log    *slog.Logger
-	keys   store.Settings // nil when the store keeps no settings
-	cop    *http.CrossOriginProtection
-	budget *byteBudget
+	o    Options
+	mux  *http.ServeMux
+	hub  *hub
+	log  *slog.Logger
+	keys store.Settings // the default project's: API keys, sessions, projects; nil when the store keeps no settings
+	// settings are this project's store's (its retention period); nil
+	// when the store keeps none.
+	settings store.Settings
+	cop      *http.CrossOriginProtection
+	budget   *byteBudget
 	// Slots for the requests that load or compute much: light ones (trace
 	// lists, aggregates) and heavy ones (whole traces, search hits), so
 	// that a crowd asking for large traces cannot hold up the lists.
@@ -217,10 +235,22 @@ type Server struct {
 	alerts       *alert.Engine    // nil when the store keeps no monitors (monitors.go)
 	branches     *branches        // the running branches (branch.go)
 	now          func() time.Time // the clock of sessions; tests set it
+
+	name       string       // the project this server serves
+	root       *Server      // the server that answers requests; nil for the root itself
+	projects   projectSet   // the root's open projects (projects.go)
+	closeParts func() error // a project's Project.Close
 }
 
 // New returns a Server for o.
 func New(o Options) (*Server, error) {
+	return newServer(o, nil, store.DefaultProject)
+}
+
+// newServer returns the server of project name: the root server (root
+// nil), or a project's, which shares the root's keys, sessions, limits
+// and clock and is reached only through the root (see projects.go).
+func newServer(o Options, root *Server, name string) (*Server, error) {
 	if o.Store == nil {
 		return nil, errors.New("server: Options.Store is nil")
 	}
@@ -268,7 +298,14 @@ func New(o Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.name = name
 	s.keys, _ = o.Store.(store.Settings)
+	s.settings = s.keys
+	if root != nil {
+		s.root, s.keys, s.sessions, s.cop, s.budget, s.light, s.heavy = root, root.keys, root.sessions, root.cop, root.budget, root.light, root.heavy
+		s.log = s.log.With("project", name)
+		s.now = func() time.Time { return root.now() }
+	}
 	s.alerts = newAlertEngine(&s.o)
 	if ga, ok := o.Store.(store.GroupAppender); ok {
 		s.group = &grouper{st: ga}
@@ -293,6 +330,10 @@ func New(o Options) (*Server, error) {
 			h = auth.RequireBearerToken(s.mcpToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 		}
 		s.mux.Handle("/mcp", s.wrap(route{"/mcp", scopeRead, cheap, h.ServeHTTP}))
+	}
+	if root != nil {
+		s.startRetention()
+		return s, nil
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
@@ -335,9 +376,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // running branches (waiting for them to store their end). Ingest and the
 // API keep working.
 func (s *Server) Close() {
+	s.closeProjects()
 	s.hub.close()
 	s.stopRetention()
 	s.branches.stop()
+	if s.closeParts != nil {
+		if err := s.closeParts(); err != nil {
+			s.log.Error("loupe serve: closing the project", "err", err)
+		}
+		s.closeParts = nil
+	}
 }
 
 // NewHTTPServer returns an http.Server for h on addr with the collector's
@@ -426,7 +474,21 @@ func (s *Server) routes() []route {
 		{"POST /api/v1/rules/{name}/pause", scopeAdmin, cheap, s.pauseRule},
 		{"POST /api/v1/rules/{name}/resume", scopeAdmin, cheap, s.resumeRule},
 		{"DELETE /api/v1/rules/{name}", scopeAdmin, cheap, s.deleteRule},
+		{"GET /api/v1/projects", scopeRead, cheap, s.listProjects},
+		{"POST /api/v1/projects", scopeAdmin, cheap, s.postProject},
 	}, s.datasetRoutes()...)
+}
+
+// serverWide are the routes that belong to no project: the root server
+// answers them, whatever project a request names.
+var serverWide = map[string]bool{
+	"GET /healthz":             true,
+	"GET /api/v1/openapi.json": true,
+	"GET /api/v1/session":      true,
+	"POST /api/v1/session":     true,
+	"DELETE /api/v1/session":   true,
+	"GET /api/v1/projects":     true,
+	"POST /api/v1/projects":    true,
 }
 
 // wrap adds what every route gets: a recovered panic answers 500 instead
@@ -442,12 +504,26 @@ func (s *Server) wrap(rt route) http.Handler {
 				writeError(w, http.StatusInternalServerError, "internal error (logged by the server)")
 			}
 		}()
-		if s.o.RequireKeys && rt.need != scopeNone {
-			id, ok := s.authorize(w, r, rt.need)
-			if !ok {
-				return
+		if s.root == nil { // a project's server is reached through the root only, authorized
+			var id *identity
+			if s.o.RequireKeys && rt.need != scopeNone {
+				v, ok := s.authorize(w, r, rt.need)
+				if !ok {
+					return
+				}
+				id = &v
+				r = r.WithContext(context.WithValue(r.Context(), identityKey{}, v))
 			}
-			r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
+			if !serverWide[rt.pattern] {
+				sub, ok := s.dispatchProject(w, r, requestProject(r, id))
+				if !ok {
+					return
+				}
+				if sub != s {
+					sub.mux.ServeHTTP(w, r)
+					return
+				}
+			}
 		}
 		if rt.cost != cheap {
 			sl := s.light

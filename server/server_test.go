@@ -485,6 +485,9 @@ func (e *env) stream(t *testing.T, path, last string) *sseReader {
 	if last != "" {
 		req.Header.Set("Last-Event-ID", last)
 	}
+	if e.key != "" {
+		req.Header.Set("Authorization", "Bearer "+e.key)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,7 @@ func newRootCmd() *cobra.Command {
 		newScoresCmd(),
 		newServeCmd(),
 		newKeysCmd(),
+		newProjectsCmd(),
 		newPricesCmd(),
 		newMCPCmd(),
 		newReplayCmd(),

@@ -50,8 +50,9 @@ func newServeCmd() *cobra.Command {
 		rulesFile string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Run the collector: ingest (Loupe records, OTLP/HTTP and OTLP/gRPC), the JSON API and live streams",
+		Use:         "serve",
+		Short:       "Run the collector: ingest (Loupe records, OTLP/HTTP and OTLP/gRPC), the JSON API and live streams",
+		Annotations: map[string]string{serverWideAnnotation: "true"},
 		Long: `Run the collector on one port: POST /v1/records (Loupe records), POST
 /v1/traces and POST /v1/logs (OTLP/HTTP, protobuf or JSON: point any
 OpenTelemetry SDK at http://127.0.0.1:4318; log records join the traces they
@@ -142,6 +143,7 @@ it after the requests in flight are committed and answered.`,
 				}
 				defer stopMonitors()
 				o.Alerts = engine
+				o.Projects = projectOpener(ctx, dbDSN(cmd), projectParts{prices: prices, redactor: rd, mcp: mcpf, uiURL: cmp.Or(uiURL, "http://"+addr+"/")})
 				srv, err := server.New(o)
 				if err != nil {
 					return err
@@ -200,6 +202,71 @@ it after the requests in flight are committed and answered.`,
 	cmd.Flags().Float64Var(&branchMaxCost, "branch-max-cost", 1, "USD that the live steps of one branch may spend (0: no limit); a model without a price cannot be held to it and stops the branch")
 	mcpf.add(cmd, "mcp-")
 	return cmd
+}
+
+// projectParts is what every project of loupe serve is opened with.
+type projectParts struct {
+	prices   *price.Table
+	redactor *redact.Redactor
+	mcp      mcpFlags
+	uiURL    string
+}
+
+// projectOpener opens a project of loupe serve as the default project is
+// opened: its store beside dsn's, its rules (those made through the API),
+// its monitors (evaluated until ctx ends) and its MCP server.
+func projectOpener(ctx context.Context, dsn string, pp projectParts) server.ProjectOpener {
+	return func(_ context.Context, name string) (_ *server.Project, err error) {
+		pdsn, err := store.ProjectDSN(dsn, name)
+		if err != nil {
+			return nil, err
+		}
+		st, err := store.Open(ctx, pdsn)
+		if err != nil {
+			return nil, err
+		}
+		var closers []func()
+		defer func() {
+			if err != nil {
+				for i := len(closers) - 1; i >= 0; i-- {
+					closers[i]()
+				}
+			}
+		}()
+		closers = append(closers, func() { st.Close() })
+		p := &server.Project{Store: st}
+		if p.Online, err = openOnline(st, "", pp.prices); err != nil {
+			return nil, err
+		}
+		var sources map[string]alert.Source
+		if eng := p.Online; eng != nil {
+			closers = append(closers, func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				eng.Close(ctx)
+			})
+			sources = map[string]alert.Source{"online_dropped": eng.DroppedIn}
+		}
+		ms, err := newMCPServer(ctx, pp.mcp, st, pp.redactor)
+		if err != nil {
+			return nil, fmt.Errorf("the MCP server at /mcp: %w", err)
+		}
+		closers = append(closers, func() { ms.Close() })
+		p.MCP = ms.Handler()
+		engine, stop, err := startMonitors(ctx, st, "", server.ProjectURL(pp.uiURL, name), sources)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, stop)
+		p.Alerts = engine
+		p.Close = func() error {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+			return nil
+		}
+		return p, nil
+	}
 }
 
 // startMonitors runs the monitors' engine over st when the store keeps
@@ -332,17 +399,23 @@ func openBrowser(url string) error {
 
 func newKeysCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "keys",
-		Short: "Create, list and revoke the collector's API keys (kept hashed in the store)",
+		Use:         "keys",
+		Short:       "Create, list and revoke the collector's API keys (kept hashed in the store)",
+		Annotations: map[string]string{serverWideAnnotation: "true"},
 	}
 	var scope, name string
+	var projects []string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create an API key and print it (it is shown once)",
 		Long: `Create an API key for loupe serve and print it; only its SHA-256 is stored.
 Scopes: ingest (POST /v1/records, /v1/traces and /v1/logs only), read (the API and
 streams only), admin (everything, deleting traces included). Send it as
-Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <key>".`,
+Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <key>".
+A key belongs to the projects --projects names (the default project when
+none; '*' for every project, which an admin key needs to make projects);
+its requests go to the first unless they name another (the Loupe-Project
+header, or the OTLP resource attribute loupe.project).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sc, err := server.ParseScope(scope)
@@ -350,7 +423,7 @@ Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bear
 				return err
 			}
 			return withStore(cmd, func(ctx context.Context, st store.Store) error {
-				tok, k, err := server.CreateKey(ctx, st, sc, name, time.Now())
+				tok, k, err := server.CreateKey(ctx, st, sc, name, time.Now(), projects...)
 				if err != nil {
 					return err
 				}
@@ -362,6 +435,7 @@ Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bear
 	}
 	create.Flags().StringVar(&scope, "scope", "", "ingest, read or admin (required)")
 	create.Flags().StringVar(&name, "name", "", "a label to recognize the key by")
+	create.Flags().StringSliceVar(&projects, "projects", nil, "the projects the key may use, the first by default (e.g. team_a,team_b, or '*' for all); default: the default project")
 	_ = create.MarkFlagRequired("scope")
 	ls := &cobra.Command{
 		Use:   "ls",
@@ -374,9 +448,13 @@ Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bear
 					return err
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tSCOPE\tCREATED\tNAME")
+				fmt.Fprintln(tw, "ID\tSCOPE\tPROJECTS\tCREATED\tNAME")
 				for _, k := range keys {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Scope, k.Created.Format(time.RFC3339), k.Name)
+					ps := strings.Join(k.Projects, ",")
+					if ps == "" {
+						ps = store.DefaultProject
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Scope, ps, k.Created.Format(time.RFC3339), k.Name)
 				}
 				return tw.Flush()
 			})

@@ -15,15 +15,44 @@ import (
 
 	"github.com/loupe-dev/loupe/evalrun"
 	"github.com/loupe-dev/loupe/internal/tracesview"
+	"github.com/loupe-dev/loupe/server"
 	"github.com/loupe-dev/loupe/store"
 	_ "github.com/loupe-dev/loupe/store/backends" // registers sqlite and postgres
 	"github.com/loupe-dev/loupe/trace"
 	"github.com/loupe-dev/loupe/traceio"
 )
 
-// addDBFlag adds the persistent --db flag to root.
+// addDBFlag adds the persistent --db and --project flags to root.
 func addDBFlag(root *cobra.Command) {
 	root.PersistentFlags().String("db", "", "trace store: a SQLite path or a postgres:// DSN (env LOUPE_DB; default "+store.DefaultPath()+")")
+	root.PersistentFlags().String("project", "", "the project whose traces, scores and datasets a command uses (env LOUPE_PROJECT; default \"default\"); see loupe projects")
+}
+
+// serverWideAnnotation marks the commands that use the default project's
+// store whatever --project says: the ones that keep what belongs to no
+// project (keys, the list of projects) or serve every project.
+const serverWideAnnotation = "loupe-server-wide"
+
+// projectOf returns the project the command should use: --project, else
+// $LOUPE_PROJECT, else the default one.
+func projectOf(cmd *cobra.Command) string {
+	if f := cmd.Flag("project"); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	if v := os.Getenv("LOUPE_PROJECT"); v != "" {
+		return v
+	}
+	return store.DefaultProject
+}
+
+// serverWide reports whether cmd or a parent is marked serverWideAnnotation.
+func serverWide(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Annotations[serverWideAnnotation] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // dbDSN returns the store the command should use: --db, else $LOUPE_DB,
@@ -59,6 +88,14 @@ func useStore(cmd *cobra.Command, readOnly bool, fn func(ctx context.Context, st
 	dsn := dbDSN(cmd)
 	var st store.Store
 	var err error
+	if p := projectOf(cmd); p != store.DefaultProject && !serverWide(cmd) {
+		if err := checkProject(ctx, dsn, p); err != nil {
+			return err
+		}
+		if dsn, err = store.ProjectDSN(dsn, p); err != nil {
+			return err
+		}
+	}
 	if readOnly {
 		st, err = store.OpenReadOnly(ctx, dsn)
 		if errors.Is(err, store.ErrNoStore) {
@@ -82,6 +119,30 @@ func useStore(cmd *cobra.Command, readOnly bool, fn func(ctx context.Context, st
 		err = cerr
 	}
 	return err
+}
+
+// checkProject returns an error unless project p is recorded in the
+// store at dsn (see loupe projects add), so that a typo in --project does
+// not make a store of its own.
+func checkProject(ctx context.Context, dsn, p string) error {
+	if err := store.CheckProject(p); err != nil {
+		return fmt.Errorf("--project: %w", err)
+	}
+	st, err := store.OpenReadOnly(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("--project %s: %w", p, err)
+	}
+	defer st.Close()
+	ps, err := server.Projects(ctx, st)
+	if err != nil {
+		return fmt.Errorf("--project %s: %w", p, err)
+	}
+	for _, x := range ps {
+		if x.Name == p {
+			return nil
+		}
+	}
+	return fmt.Errorf("--project %s: no such project in %s; make it with loupe projects add %s (loupe projects ls lists them)", p, store.Redact(dsn), p)
 }
 
 // nowFunc is the clock the traces commands use for relative times; tests

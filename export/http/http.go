@@ -40,6 +40,9 @@ type Options struct {
 	URL string
 	// APIKey, if set, is sent as Authorization: Bearer (an ingest key).
 	APIKey string
+	// Project, if set, names the collector's project the records go to
+	// (the Loupe-Project header); empty means the key's first project.
+	Project string
 	// Client sends the requests; nil means a client with a 30 s timeout.
 	Client *http.Client
 	// BatchSize bounds the records of one request (default 1000).
@@ -431,6 +434,9 @@ func (s *Sink) send(batch []trace.Record) sendResult {
 	}
 	if s.o.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+s.o.APIKey)
+	}
+	if s.o.Project != "" {
+		req.Header.Set("Loupe-Project", s.o.Project)
 	}
 	resp, err := s.o.Client.Do(req)
 	if err != nil {

@@ -468,3 +468,51 @@ func TestCollectorDown30s(t *testing.T) {
 		}
 	}
 }
+
+// TestProject: with Options.Project the records go to that project of the
+// collector, and not to the default one.
+func TestProject(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "c.db")
+	st, err := sqlite.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := server.CreateProject(ctx, st, "team_a", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var pst store.Store
+	srv, err := server.New(server.Options{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Projects: func(ctx context.Context, name string) (*server.Project, error) {
+			pdsn, err := store.ProjectDSN(dsn, name)
+			if err != nil {
+				return nil, err
+			}
+			if pst, err = sqlite.Open(ctx, pdsn); err != nil {
+				return nil, err
+			}
+			return &server.Project{Store: pst, Close: pst.Close}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{t: t, st: st, srv: srv}
+	c.up()
+	defer func() { c.down(); srv.Close() }()
+	sink, err := New(Options{URL: c.url(), Project: "team_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := records(7, 5)
+	sink.WriteRecords(ctx, recs)
+	if err := sink.Shutdown(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.count(recs[0].TraceID); n != 0 {
+		t.Errorf("the default project got %d records", n)
+	}
+	if tr, err := pst.Trace(ctx, recs[0].TraceID); err != nil || len(tr.Records) != 5 {
+		t.Errorf("team_a's trace: %v %v", tr, err)
+	}
+}

@@ -260,7 +260,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(16)
+	// A collector opens a store per project it serves; an idle project's
+	// connections go, so that they do not add up to max_connections.
+	db.SetConnMaxIdleTime(time.Minute)
 	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}}
+	if err := s.ensureSchema(ctx, cfg.RuntimeParams["search_path"]); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -272,6 +279,39 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// ensureSchema creates the first schema of searchPath when it does not
+// exist (a project's schema, see store.ProjectDSN), so that a store in a
+// schema of its own needs no setup by hand. It asks first, because CREATE
+// SCHEMA IF NOT EXISTS needs the CREATE privilege on the database even
+// when the schema exists.
+func (s *Store) ensureSchema(ctx context.Context, searchPath string) error {
+	schema := strings.TrimSpace(strings.Split(searchPath, ",")[0])
+	if len(schema) > 1 && schema[0] == '"' && schema[len(schema)-1] == '"' {
+		schema = strings.ReplaceAll(schema[1:len(schema)-1], `""`, `"`)
+	} else {
+		schema = strings.ToLower(schema) // as PostgreSQL reads an unquoted name
+	}
+	if schema == "" || schema == "$user" || schema == "public" {
+		return nil
+	}
+	var n int
+	if err := s.db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = $1", schema).Scan(&n); err != nil {
+		return fmt.Errorf("postgres store %s: %w", s.db.Name, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := s.db.SQL.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(schema)); err != nil {
+		return fmt.Errorf("postgres store %s: create schema %s: %w", s.db.Name, schema, err)
+	}
+	return nil
+}
+
+// quoteIdent quotes a PostgreSQL identifier.
+func quoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
 func (s *Store) migrate(ctx context.Context) error {

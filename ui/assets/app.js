@@ -15,6 +15,7 @@
 // deep link opens after signing in.
 import { showError } from './dom.js';
 import { whoAmI, whoLabel, signInForm, signOut } from './session.js';
+import { takeProjectFromURL, showProjects } from './project.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { dashboardPage } from './dashboard.js';
@@ -99,6 +100,7 @@ function showWho(w) {
 function onSignedIn(w) {
   signedIn = true;
   showWho(w);
+  showProjects().catch(showError);
   route();
 }
 
@@ -115,6 +117,7 @@ function showSignIn(message) {
 }
 
 async function start() {
+  takeProjectFromURL();
   try {
     const w = await whoAmI();
     if (w) onSignedIn(w); else showSignIn();
