@@ -532,7 +532,10 @@ func (c *apiClient) send(method, path, key, body string, code int, out any) {
 }
 
 // get is send for a GET.
-func (c *apiClient) get(path, key string, code int, out any) { c.t.Helper(); c.send("GET", path, key, "", code, out) }
+func (c *apiClient) get(path, key string, code int, out any) {
+	c.t.Helper()
+	c.send("GET", path, key, "", code, out)
+}
 
 // waitUntil polls cond until it holds, for at most two minutes (the
 // collector and the engine work in the background: the test waits for
