@@ -230,11 +230,18 @@ func TestProductionLoop(t *testing.T) {
 		}
 	}
 
+	// A program (the ingest key) scores the session as a whole.
+	var resolved struct{ Scores []store.Score }
+	api.send("POST", "/api/v1/scores", ingest, `{"scores": [{"session": "`+session+`", "name": "resolved", "value": true, "comment": "the table is booked"}]}`, 200, &resolved)
+	if len(resolved.Scores) != 1 || resolved.Scores[0].Author != "ingest key" || resolved.Scores[0].Session != session {
+		t.Fatalf("the session's score: %+v", resolved.Scores)
+	}
+
 	// The browser, signed in with the read key through the sign-in form
 	// from a link to the session.
 	tb := newTab(t, 3*time.Minute)
 	tb.do(t, "sign in from the session's link", chromedp.Navigate(ts.URL+"/#/session/"+session), waitLoaded(`#signin`),
-		signIn(read), waitLoaded(`#conversation article.turn[data-turn="3"]`))
+		signIn(read), waitLoaded(`#conversation[data-scores="loaded"] article.turn[data-turn="3"]`))
 	if got := eval[string](t, tb, `document.querySelector('#who').textContent`); got != "read key (read)" {
 		t.Errorf("header says %q, want the read key", got)
 	}
@@ -251,6 +258,25 @@ func TestProductionLoop(t *testing.T) {
 	}
 	if got := eval[string](t, tb, `document.querySelector('article.turn[data-turn="1"] details.tools > summary').innerText`); got != "2 tool calls" {
 		t.Errorf("run 1's folded tools: %q", got)
+	}
+	// Each run's online scores, a failed rule in red, with the grader's
+	// explanation as the title; the session's own score on top.
+	chips := eval[map[string][]string](t, tb, `Object.fromEntries([...document.querySelectorAll('#conversation article.turn')].map(a => [a.dataset.trace, [...a.querySelectorAll('.turn-scores .score-chip')].map(c => c.textContent + (c.classList.contains('bad') ? ' (red)' : ''))]))`)
+	for id, want := range map[string][]string{
+		runs[0]: {"books-after-lookup/pass true", "books-after-lookup/score 1", "books-after-lookup/tool-trajectory 1", "confirms-time/llm-grader 1", "confirms-time/pass true", "confirms-time/score 1"},
+		runs[1]: {"books-after-lookup/pass false (red)", "books-after-lookup/score 0.5", "books-after-lookup/tool-trajectory 0.5", "confirms-time/llm-grader 1", "confirms-time/pass true", "confirms-time/score 1"},
+		runs[2]: {"confirms-time/llm-grader 0", "confirms-time/pass false (red)", "confirms-time/score 0"},
+	} {
+		if !slices.Equal(chips[id], want) {
+			t.Errorf("the session page shows run %s's scores as %q, want %q", id, chips[id], want)
+		}
+	}
+	title := eval[string](t, tb, `document.querySelector('article.turn[data-turn="2"] .score-chip[data-name="books-after-lookup/tool-trajectory"]').title`)
+	if err := hasText(title, "online · tool-trajectory: ", "find_restaurant"); err != nil {
+		t.Errorf("the trajectory chip's title: %v", err)
+	}
+	if got := eval[string](t, tb, `document.querySelector('#session-scores').innerText`); !strings.Contains(got, "resolved true") {
+		t.Errorf("the session's own scores read %q", got)
 	}
 	tb.screenshot(t, "loop-session")
 
@@ -349,8 +375,8 @@ func TestProductionLoop(t *testing.T) {
 	}
 	var scores store.ScorePage
 	api.get("/api/v1/scores?limit=100", admin, 200, &scores)
-	if len(scores.Scores) != 15 || !slices.ContainsFunc(scores.Scores, func(s store.Score) bool { return s.ID == scoreID }) {
-		t.Errorf("after the refusals there are %d scores (want the 15 online ones), or the refused delete deleted", len(scores.Scores))
+	if len(scores.Scores) != 16 || !slices.ContainsFunc(scores.Scores, func(s store.Score) bool { return s.ID == scoreID }) {
+		t.Errorf("after the refusals there are %d scores (want the 15 online ones and the session's), or the refused delete deleted", len(scores.Scores))
 	}
 	var configs struct{ Configs []store.ScoreConfig }
 	api.get("/api/v1/score-configs", read, 200, &configs)
