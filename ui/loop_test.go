@@ -37,7 +37,7 @@ judge:
   model: openai:gpt-4o-mini
   base_url: %s/v1
   api_key_env: LOUPE_LOOP_JUDGE_KEY
-  timeout: 30s
+  timeout: 60s
   concurrency: 2
 rules:
   - name: books-after-lookup
@@ -126,7 +126,10 @@ func TestProductionLoop(t *testing.T) {
 
 	// They land as one session of three runs, in order, of user ada.
 	var view store.SessionView
-	api.get("/api/v1/sessions/"+session, read, 200, &view)
+	waitUntil(t, "the session's three runs", func() bool {
+		code, body := api.do("GET", "/api/v1/sessions/"+session, read, "")
+		return code == 200 && json.Unmarshal([]byte(body), &view) == nil && len(view.Turns) == 3
+	})
 	if view.Session.ID != session || view.Session.User != user || view.Session.Runs != 3 || len(view.Turns) != 3 {
 		t.Fatalf("session: %+v with %d turns", view.Session, len(view.Turns))
 	}
