@@ -273,11 +273,12 @@ func (s *Server) allowed(w http.ResponseWriter, r *http.Request, k Key, need sco
 
 // mcpToken is the token verifier of /mcp: the API key's scope becomes the
 // token's only scope, and its id the user, so that an MCP session stays
-// with the key that opened it.
+// with the key that opened it; its name goes in Extra under "key_name",
+// where the MCP server's add_score reads the author of a score.
 func (s *Server) mcpToken(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	k, err := authenticate(ctx, s.keys, token)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 	}
-	return &auth.TokenInfo{Scopes: []string{string(k.Scope)}, UserID: k.ID}, nil
+	return &auth.TokenInfo{Scopes: []string{string(k.Scope)}, UserID: k.ID, Extra: map[string]any{"key_name": k.Name}}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loupe-dev/loupe/internal/mcpserver"
 	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
 )
 
 // bearer adds an API key to every request of an MCP client.
@@ -116,6 +117,36 @@ func TestMCPEndpoint(t *testing.T) {
 	n, err := st.List(context.Background(), store.ListQuery{})
 	if err != nil || len(n.Traces) != 0 {
 		t.Errorf("a read key's refused calls stored %d traces (%v)", len(n.Traces), err)
+	}
+
+	// add_score: an admin key scores a stored trace, as itself; a read
+	// key is refused and stores nothing.
+	id := trace.TraceID{0xad, 0xd5}
+	if _, err := st.Append(context.Background(), []trace.Record{
+		{V: trace.Version, TraceID: id, SpanID: trace.SpanID{1}, Seq: 1, Time: time.Now(), Type: trace.TypeRunStart, Name: "scored"},
+		{V: trace.Version, TraceID: id, SpanID: trace.SpanID{1}, Seq: 2, Time: time.Now(), Type: trace.TypeRunEnd, Name: "scored", Status: "success"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"trace_id": id.String(), "name": "resolved", "value": true, "comment": "closed the ticket"}
+	res, err = rs.CallTool(context.Background(), &mcp.CallToolParams{Name: "add_score", Arguments: args})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "needs an admin key") {
+		t.Errorf("add_score with a read key: %v %+v, want refused for needing an admin key", err, res)
+	}
+	sc := st.(store.Scorer)
+	if page, err := sc.Scores(context.Background(), store.ScoreFilter{}); err != nil || len(page.Scores) != 0 {
+		t.Fatalf("a read key's refused add_score stored %+v (%v)", page.Scores, err)
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "add_score", Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("add_score with an admin key: %v %+v", err, res)
+	}
+	page, err := sc.Scores(context.Background(), store.ScoreFilter{TraceIDs: []trace.TraceID{id}})
+	if err != nil || len(page.Scores) != 1 {
+		t.Fatalf("stored scores: %+v (%v)", page.Scores, err)
+	}
+	if s := page.Scores[0]; s.Name != "resolved" || s.Kind != store.ScoreBoolean || s.Value != 1 || s.Source != store.SourceAPI || s.Author != "mcp" || s.Comment != "closed the ticket" {
+		t.Errorf("the admin key's score: %+v, want source api by the key named mcp", s)
 	}
 
 	// On loopback without RequireKeys, no key is needed.

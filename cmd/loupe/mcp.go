@@ -56,13 +56,15 @@ func newMCPCmd() *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve Loupe as an MCP server (stdio, or streamable HTTP with --http) for Claude Desktop, IDEs and other agents",
 		Long: `Serve Loupe as an MCP server: another agent (Claude Desktop, an IDE, Codex)
-runs an agent through it and reads its traces. Tools: run_agent_with_trace,
-get_execution_trace, list_traces, search_traces, delete_trace, run_eval.
+runs an agent through it, reads its traces and scores them. Tools:
+run_agent_with_trace, get_execution_trace, list_traces, search_traces,
+list_sessions, list_scores, add_score, delete_trace, run_eval.
 
 By default it speaks MCP over standard input and output (the client starts
 "loupe mcp" itself). With --http 127.0.0.1:PORT it serves streamable HTTP at
 http://127.0.0.1:PORT/mcp instead, on loopback only; to serve MCP to other
-machines use loupe serve, whose /mcp requires an admin API key off loopback.
+machines use loupe serve, whose /mcp requires an API key off loopback (a
+read key for the tools that only read, an admin key for the others).
 
 What run_agent_with_trace runs is set by --config FILE (YAML):
   agent:

@@ -123,7 +123,7 @@ func TestTypeScriptClient(t *testing.T) {
 					t.Errorf("run_agent_with_trace requires %v, want [query]", tl.Required)
 				}
 			}
-			if want := []string{"delete_trace", "get_execution_trace", "list_scores", "list_sessions", "list_traces", "run_agent_with_trace", "run_eval", "search_traces"}; !slices.Equal(names, want) {
+			if want := []string{"add_score", "delete_trace", "get_execution_trace", "list_scores", "list_sessions", "list_traces", "run_agent_with_trace", "run_eval", "search_traces"}; !slices.Equal(names, want) {
 				t.Errorf("tools %v, want %v", names, want)
 			}
 			if r.Server != "loupe" {

@@ -2,8 +2,9 @@
 // `loupe serve`): another agent — Claude Desktop, an IDE, Codex — runs an
 // agent through it and reads, searches and evaluates the traces Loupe
 // stores. It is built on the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk) and offers six tools, with
-// the argument and result shapes of the omni tracer's MCP tools:
+// (github.com/modelcontextprotocol/go-sdk) and offers nine tools, with
+// the argument and result shapes of the omni tracer's MCP tools where it
+// has them:
 //
 //   - run_agent_with_trace: run the configured agent (Config) or Loupe's
 //     demo agent on a query; returns the result, success, thinking, steps,
@@ -13,6 +14,10 @@
 //   - list_traces: stored runs, newest first (limit, offset);
 //   - search_traces: the store's search language (store.ParseQuery) plus
 //     step type, duration and success filters;
+//   - list_sessions, list_scores: sessions (the runs of one
+//     conversation) and the scores of a trace or a session (quality.go);
+//   - add_score: score a trace, a span or a session (source api, the API
+//     key's name as author; an admin key's tool over HTTP, see scope.go);
 //   - delete_trace: remove a stored trace;
 //   - run_eval: grade an AgentV eval file against stored traces or the
 //     configured agent (package evalrun).

@@ -212,7 +212,7 @@ func exercise(t *testing.T, cs *mcp.ClientSession) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"delete_trace", "get_execution_trace", "list_scores", "list_sessions", "list_traces", "run_agent_with_trace", "run_eval", "search_traces"}; !slices.Equal(names, want) {
+	if want := []string{"add_score", "delete_trace", "get_execution_trace", "list_scores", "list_sessions", "list_traces", "run_agent_with_trace", "run_eval", "search_traces"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 
@@ -877,5 +877,84 @@ func TestQualityTools(t *testing.T) {
 				t.Errorf("%s %v: %s lacks %s", tc.name, tc.args, text, w)
 			}
 		}
+	}
+}
+
+// TestAddScore: add_score over the in-memory transport stores scores of
+// each kind on a trace (by prefix), a span and a session, with source
+// api and the client's name as the author (no API key here), and refuses
+// what does not fit: no value, both a value and a category, a trace and
+// a session, a span without its trace, a trace that is not stored, a
+// value of the wrong type, and a value outside its name's config.
+func TestAddScore(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	id := storeTrace(t, st, 2)
+	got, err := st.Trace(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := got.Records[len(got.Records)-1].SpanID.String()
+	lo, hi := 0.0, 1.0
+	if err := store.PutScoreConfig(ctx, st.(store.Settings), store.ScoreConfig{Name: "helpfulness", Kind: store.ScoreNumeric, Min: &lo, Max: &hi}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connectMemory(t, newServer(t, Options{Store: st}))
+	for _, tc := range []struct {
+		args map[string]any
+		want Score
+	}{
+		{map[string]any{"trace_id": id.String()[:8], "name": "helpfulness", "value": 0.75, "comment": "clear answer"},
+			Score{TraceID: id.String(), Name: "helpfulness", Kind: "numeric", Value: 0.75, Comment: "clear answer"}},
+		{map[string]any{"trace_id": id.String(), "span_id": span, "name": "thumbs", "value": false},
+			Score{TraceID: id.String(), SpanID: span, Name: "thumbs", Kind: "boolean", Value: 0}},
+		{map[string]any{"session": "conv-9", "name": "outcome", "category": "resolved"},
+			Score{Session: "conv-9", Name: "outcome", Kind: "categorical", Category: "resolved"}},
+		{map[string]any{"session": "conv-9", "name": "thumbs", "value": true},
+			Score{Session: "conv-9", Name: "thumbs", Kind: "boolean", Value: 1}},
+	} {
+		var out AddScoreOutput
+		ok(t, cs, "add_score", tc.args, &out)
+		s := out.Score
+		tc.want.ID, tc.want.Time = s.ID, s.Time
+		tc.want.Source, tc.want.Author = "api", "loupe-test"
+		if s != tc.want || len(s.ID) != 32 || s.Time.IsZero() {
+			t.Errorf("add_score %v = %+v, want %+v", tc.args, s, tc.want)
+		}
+	}
+	// Stored: list_scores and the store see them.
+	var list ListScoresOutput
+	ok(t, cs, "list_scores", map[string]any{"trace_id": id.String()}, &list)
+	if len(list.Scores) != 2 || list.Scores[0].Name != "thumbs" || list.Scores[1].Name != "helpfulness" || list.Scores[1].Author != "loupe-test" {
+		t.Errorf("list_scores of the trace: %+v", list.Scores)
+	}
+	page, err := st.(store.Scorer).Scores(ctx, store.ScoreFilter{Session: "conv-9"})
+	if err != nil || len(page.Scores) != 2 || page.Scores[0].Source != store.SourceAPI {
+		t.Errorf("the session's stored scores: %+v (%v)", page.Scores, err)
+	}
+
+	missing := strings.Repeat("ab", 16)
+	for _, tc := range []struct {
+		args map[string]any
+		want []string
+	}{
+		{map[string]any{"trace_id": id.String(), "name": "x"}, []string{"give value", "or category"}},
+		{map[string]any{"trace_id": id.String(), "name": "x", "value": 1, "category": "a"}, []string{"not both"}},
+		{map[string]any{"trace_id": id.String(), "session": "conv-9", "name": "x", "value": 1}, []string{"trace_id or session, not both"}},
+		{map[string]any{"span_id": span, "name": "x", "value": 1}, []string{"span_id needs the trace_id"}},
+		{map[string]any{"name": "x", "value": 1}, []string{"give the trace_id"}},
+		{map[string]any{"trace_id": missing, "name": "x", "value": 1}, []string{"no trace " + missing}},
+		{map[string]any{"trace_id": "ffff0000", "name": "x", "value": 1}, []string{"no trace ffff0000"}},
+		{map[string]any{"trace_id": id.String(), "name": "x", "value": "high"}, []string{"value"}},
+		{map[string]any{"trace_id": id.String(), "name": "x", "value": 1, "span_id": "nothex"}, []string{"span_id"}},
+		{map[string]any{"trace_id": id.String(), "name": "", "value": 1}, []string{"name"}},
+		{map[string]any{"trace_id": id.String(), "name": "helpfulness", "value": 5}, []string{"value", "5"}},
+		{map[string]any{"trace_id": id.String(), "name": "thumbs", "value": 0.5}, []string{"0.5"}},
+		{map[string]any{"trace_id": id.String(), "name": "helpfulness", "value": true}, []string{"boolean"}},
+	} {
+		fails(t, cs, "add_score", tc.args, tc.want...)
+	}
+	if page, err := st.(store.Scorer).Scores(ctx, store.ScoreFilter{}); err != nil || len(page.Scores) != 4 {
+		t.Errorf("after the refused calls the store holds %d scores (%v), want 4", len(page.Scores), err)
 	}
 }

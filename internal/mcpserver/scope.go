@@ -12,6 +12,11 @@ import (
 // admin key.
 var readOnlyTools = []string{"get_execution_trace", "list_traces", "search_traces", "list_sessions", "list_scores"}
 
+// keyNameExtra is the key of TokenInfo.Extra under which package server's
+// token verifier puts the API key's name (a string); add_score gives it
+// as the score's author.
+const keyNameExtra = "key_name"
+
 // adminScope is the scope name package server puts in the token info of
 // an admin key (server.ScopeAdmin).
 const adminScope = "admin"

@@ -1,11 +1,13 @@
 // The sessions pages: the runs grouped by session (/api/v1/sessions), and
 // one session read as its conversation (/api/v1/sessions/{id}): each run's
-// question and answer in order, its tool calls folded in, its totals at
-// the top and a link into each run's span tree. (Not the sign-in session
-// of session.js.)
+// question and answer in order, its tool calls folded in, its scores
+// (people's, programs' and online rules'), its totals at the top with the
+// session's own scores, and a link into each run's span tree. (Not the
+// sign-in session of session.js.)
 import { el, api, showError, clip, fmtDur, fmtCost, fmtInt, fmtTime } from './dom.js';
 import { statusBadge } from './runs.js';
 import { jsonView } from './json.js';
+import { scoresOf, valueText } from './scores.js';
 
 /** sessionHref is the page of session id. */
 export function sessionHref(id) {
@@ -144,6 +146,38 @@ export function sessionPage(main, id) {
         el('dt', {}, 'errors'), el('dd', { className: s.errors ? 'errtext' : '' }, s.errors ? `${s.errors} in ${s.error_runs} run${s.error_runs === 1 ? '' : 's'}` : '0')),
       el('div', { className: 'conversation', id: 'conversation' }, turns.map(turnView)));
     main.dataset.loaded = 'true';
+    showScores(main, s.session, turns.map(t => t.summary.trace_id), ctl.signal);
   }, e => { if (!ctl.signal.aborted) showError(e); });
   return () => ctl.abort();
+}
+
+// scoreChips shows scores as badges, by name: the name and the value,
+// with where it comes from and its comment (a grader's explanation) as
+// the title; a false boolean (a failed rule, a thumbs down) in red.
+function scoreChips(list) {
+  return [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(s =>
+    el('span', {
+      className: 'badge score-chip' + (s.kind === 'boolean' && !s.value ? ' bad' : ''), 'data-name': s.name, 'data-source': s.source,
+      title: clip(s.source + (s.author ? ' · ' + s.author : '') + (s.comment ? ': ' + s.comment : ''), 2000),
+    }, `${clip(s.name, 60)} ${valueText(s)}`));
+}
+
+// showScores adds to the session page each run's own scores (not its
+// spans', which its run page lists) under the run's head, and the
+// session's scores under the totals.
+async function showScores(main, session, ids, signal) {
+  try {
+    const byRun = [];
+    for (let i = 0; i < ids.length; i += 100) byRun.push(...await scoresOf(ids.slice(i, i + 100), '', signal));
+    const own = await api('/api/v1/scores?limit=1000&session=' + encodeURIComponent(session), signal);
+    for (const box of main.querySelectorAll('#conversation article.turn')) {
+      const list = byRun.filter(x => x.trace_id === box.dataset.trace && !x.span_id);
+      if (list.length) box.querySelector('.turn-head').after(el('div', { className: 'turn-scores' }, scoreChips(list)));
+    }
+    if ((own.scores || []).length) {
+      main.querySelector('#session-stats').after(el('div', { className: 'turn-scores', id: 'session-scores' },
+        el('span', { className: 'muted' }, 'session scores'), scoreChips(own.scores)));
+    }
+    main.querySelector('#conversation').dataset.scores = 'loaded';
+  } catch (e) { if (!signal.aborted) showError(e); }
 }
