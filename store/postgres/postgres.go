@@ -39,6 +39,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -241,6 +242,17 @@ type Store struct {
 	// partitionsReady is the start (Unix ns) of the last day partition
 	// ensurePartitions made sure of; 0 before it ran.
 	partitionsReady atomic.Int64
+
+	// Commit notices (notify.go): the connection settings listeners use,
+	// this Store's origin and the schema's channel.
+	cfg             *pgx.ConnConfig
+	origin, channel string
+	// closing ends the watchers when the store is closed.
+	closing  context.Context
+	shut     context.CancelFunc
+	watchMu  sync.Mutex
+	closed   bool
+	watchers sync.WaitGroup
 }
 
 var (
@@ -260,11 +272,18 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(16)
-	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}}
+	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}, cfg: cfg, origin: newOrigin()}
+	s.closing, s.shut = context.WithCancel(context.Background())
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
+	var schema string
+	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres store %s: current schema: %w", name, err)
+	}
+	s.channel = channelFor(schema)
 	if s.db.ReadOnly == nil {
 		if err := s.ensurePartitions(ctx, time.Now()); err != nil {
 			db.Close()
@@ -480,8 +499,11 @@ func (s *Store) applyDeltas(ctx context.Context, tx pgx.Tx, added []*trace.Recor
 	if err := s.db.D.ApplyDeltas(ctx, queue, sqlstore.Deltas(added)); err != nil {
 		return err
 	}
+	// Delivered to the other processes' watchers once, and only if, the
+	// transaction commits (notify.go).
+	s.queueNotices(&batch, added)
 	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
-		return fmt.Errorf("update summaries: %w", err)
+		return fmt.Errorf("update summaries, notify watchers: %w", err)
 	}
 	return nil
 }
@@ -573,5 +595,13 @@ func (s *Store) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResu
 	return res, err
 }
 
-// Close implements store.Store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close implements store.Store. It stops the commit watchers
+// (WatchCommits) and waits for them.
+func (s *Store) Close() error {
+	s.watchMu.Lock()
+	s.closed = true
+	s.watchMu.Unlock()
+	s.shut()
+	s.watchers.Wait()
+	return s.db.Close()
+}

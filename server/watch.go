@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// Other collectors' commits. When several servers share a store that can
+// tell each of them what the others commit (store.CommitWatcher:
+// PostgreSQL), every server watches it, reads back the records of each
+// notice that one of its streams watches and publishes them to its hub as
+// if it had ingested them, so that a stream shows every collector's
+// records whichever collector it is connected to.
+//
+// What a client gets: the events of one server's streams are in the order
+// that server published them, its own commits as they commit and the
+// others' when their notice arrives and their records have been read back
+// (usually milliseconds later). So a trace's records may arrive out of seq
+// order (as with concurrent requests to one server); a client keys them
+// by seq. Event ids stay per server (see stream.go): Last-Event-ID resumes
+// exactly on the same server, and elsewhere, or after the server missed
+// notices, the trace stream starts again from the store.
+//
+// Reading back costs a query per trace and seq range, so it is done only
+// for notices someone watches: none when no stream is open, only the
+// watched traces' when no one watches /api/v1/stream. A notice read in
+// part, or not at all, leaves a gap in the hub (an id from before it is
+// unknown, so a trace stream resuming from it restarts from the store). A
+// watch that falls behind, or that lost its connection, says so
+// (CommitWatch.Lost): the trace streams are then ended, and their clients
+// reconnect and catch up from the store; /api/v1/stream goes on, without
+// the trace events it missed.
+
+// feedPage bounds the records read back (and published) at a time.
+const feedPage = 1000
+
+// feedTimeout bounds the reading back of one seq range.
+const feedTimeout = 30 * time.Second
+
+// watchCommits feeds h with the records that other processes commit to st,
+// when st can tell (store.CommitWatcher). It returns the function that
+// stops it.
+func watchCommits(st store.Store, h *hub, log *slog.Logger) (stop func()) {
+	cw, ok := st.(store.CommitWatcher)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &feed{st: st, h: h, log: log, ctx: ctx}
+	f.pager, _ = st.(store.RecordPager)
+	err := cw.WatchCommits(ctx, store.CommitWatch{
+		Commit: f.commit,
+		Lost:   h.resync,
+		Error: func(err error) {
+			log.Warn("live streams: other collectors' records are not shown until this is fixed", "err", err)
+		},
+	})
+	if err != nil {
+		log.Warn("live streams: other collectors' records are not shown until this is fixed", "err", err)
+	}
+	return cancel
+}
+
+type feed struct {
+	st    store.Store
+	pager store.RecordPager // nil: read whole traces
+	h     *hub
+	log   *slog.Logger
+	ctx   context.Context
+}
+
+// commit publishes the watched records of n.
+func (f *feed) commit(n store.CommitNotice) {
+	for _, ct := range f.h.want(n.Traces) {
+		if err := f.publish(ct); err != nil {
+			if f.ctx.Err() != nil {
+				return
+			}
+			f.log.Warn("live streams: reading back another collector's records", "trace", ct.TraceID.String(), "err", err)
+			f.h.resync()
+			return
+		}
+	}
+}
+
+// publish reads back the records of ct and publishes them.
+func (f *feed) publish(ct store.CommitTrace) error {
+	if f.pager == nil {
+		ctx, cancel := context.WithTimeout(f.ctx, feedTimeout)
+		defer cancel()
+		t, err := f.st.Trace(ctx, ct.TraceID)
+		if isNotFound(err) {
+			return nil // deleted since
+		}
+		if err != nil {
+			return err
+		}
+		var recs []trace.Record
+		for _, r := range t.Records {
+			if inRanges(r.Seq, ct.Seqs) {
+				recs = append(recs, r)
+			}
+		}
+		f.h.publish(recs)
+		return nil
+	}
+	for _, rg := range ct.Seqs {
+		after := rg.From - 1
+		for after < rg.To {
+			ctx, cancel := context.WithTimeout(f.ctx, feedTimeout)
+			page, err := f.pager.Records(ctx, ct.TraceID, store.RecordRange{After: after, Limit: int(min(rg.To-after, feedPage))})
+			cancel()
+			if isNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			recs := page.Records
+			for len(recs) > 0 && recs[len(recs)-1].Seq > rg.To {
+				recs = recs[:len(recs)-1]
+			}
+			f.h.publish(recs)
+			if len(recs) < len(page.Records) || page.Next == 0 {
+				break
+			}
+			after = page.Next
+		}
+	}
+	return nil
+}
+
+func inRanges(seq uint64, rs []store.SeqRange) bool {
+	for _, r := range rs {
+		if r.From <= seq && seq <= r.To {
+			return true
+		}
+	}
+	return false
+}
+
+// want returns those of ts that a subscriber watches: all of them when
+// one watches every trace. If it leaves any out, it leaves a gap.
+func (h *hub) want(ts []store.CommitTrace) []store.CommitTrace {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	watched := map[trace.TraceID]bool{}
+	for s := range h.subs {
+		if s.trace.IsZero() {
+			return ts
+		}
+		watched[s.trace] = true
+	}
+	out := ts[:0:0]
+	for _, ct := range ts {
+		if watched[ct.TraceID] {
+			out = append(out, ct)
+		}
+	}
+	if len(out) < len(ts) {
+		h.n++
+		h.gap = h.n
+	}
+	return out
+}
+
+// resync is told that commits may have been missed: it leaves a gap and
+// ends the trace streams, whose clients reconnect and read the trace
+// again from the store.
+func (h *hub) resync() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	h.gap = h.n
+	for s := range h.subs {
+		if !s.trace.IsZero() {
+			h.drop(s)
+		}
+	}
+}
