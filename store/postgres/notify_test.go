@@ -150,3 +150,63 @@ func TestWatchCommits(t *testing.T) {
 		t.Error("WatchCommits after Close succeeded")
 	}
 }
+
+// TestWatchCommitsSlowWatch: a watch that does not keep up slows no
+// commit down; the notices beyond the queue are dropped, and the watch is
+// told that it lost some.
+func TestWatchCommitsSlowWatch(t *testing.T) {
+	dsn := freshSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+	release := make(chan bool)
+	got, lost := make(chan bool, 1000), make(chan bool, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := a.WatchCommits(ctx, store.CommitWatch{
+		Commit: func(store.CommitNotice) { <-release; got <- true },
+		Lost:   func() { lost <- true },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const commits = 400 // more than the queue holds
+	appended := make(chan error, 1)
+	go func() {
+		for i := range commits {
+			recs := recsOf(byte(i), 1)
+			recs[0].TraceID[2] = byte(i >> 8)
+			if _, err := b.Append(ctx, recs); err != nil {
+				appended <- err
+				return
+			}
+		}
+		appended <- nil
+	}()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the commits wait for the watch")
+	}
+	close(release)
+	select {
+	case <-lost:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Lost not called")
+	}
+	// The notices queued (and the one being handed over) still come.
+	n := 0
+	for n < 100 {
+		select {
+		case <-got:
+			n++
+			continue
+		case <-time.After(5 * time.Second):
+		}
+		break
+	}
+	if n < 100 || n >= commits {
+		t.Errorf("%d notices delivered of %d commits, want the queue's", n, commits)
+	}
+}
