@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,21 +10,32 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
 
-// Commit notices (store.CommitWatcher). Every transaction of Append that
-// stores records sends, before it commits, NOTIFY on the store's channel
-// with payloads naming them: PostgreSQL delivers them to the listeners
-// when, and only if, the transaction commits. A payload is text:
+// Commit notices (store.CommitWatcher). A Store keeps the identities
+// (trace id, seq) of the records it commits and, notifyEvery after a
+// commit, sends them on the store's channel with NOTIFY, the commits of
+// that while coalesced into one transaction. PostgreSQL serializes the
+// commits of the transactions that notify, cluster-wide, holding a lock
+// until their commit is flushed: notifying from every ingest transaction
+// would make concurrent ingest commit one at a time (BenchmarkNotify),
+// while a notifying transaction every notifyEvery costs ingest nothing.
+// The notice is sent after the commit, so the records it names can be
+// read when it arrives; a process that dies in between leaves its last
+// commits untold (they are in the store, and streams that start again
+// read them). A payload is text:
 //
 //	1 <origin>
 //	<trace id, 32 hex digits> <from>[-<to>][,<from>[-<to>]]…
@@ -30,9 +43,12 @@ import (
 //
 // origin being 16 hex digits that each Store value draws when it is
 // opened, so that a watcher skips its own Store's commits. NOTIFY payloads
-// are limited to 8000 bytes: a transaction of many traces sends several,
-// each of at most maxPayload bytes, and a trace's seqs are told as at most
-// maxRanges ranges (the last one widened to hold the rest).
+// are limited to 8000 bytes: many traces are told in several payloads,
+// each of at most maxPayload bytes, and a trace's seqs as at most
+// maxRanges ranges (the last one widened to hold the rest). A Store that
+// could not tell some of its commits (more than maxPending records waiting,
+// or NOTIFY failed) sends the payload "1 <origin>\nlost" first, and the
+// watchers that receive it say that notices were lost.
 //
 // The channel is per schema ("loupe " and the schema's name, or a hash of
 // a long one), since a store is a schema and notifications go to the
@@ -48,6 +64,11 @@ const (
 	maxPayload = 7900
 	// maxRanges bounds the seq ranges of one trace in a payload.
 	maxRanges = 64
+	// notifyEvery is how long after a commit its notice is sent, the
+	// commits of that while told together.
+	notifyEvery = 50 * time.Millisecond
+	// maxPending bounds the records committed but not yet told.
+	maxPending = 1 << 16
 	// noticeQueue bounds the notices received but not yet handed to
 	// CommitWatch.Commit; more are dropped, and Lost is called.
 	noticeQueue = 256
@@ -81,7 +102,7 @@ func channelFor(schema string) string {
 
 // encodeNotices returns the payloads naming rows, which are sorted by
 // (trace id, seq) without duplicates.
-func encodeNotices(origin string, rows []*trace.Record) []string {
+func encodeNotices(origin string, rows []key) []string {
 	var out []string
 	head := "1 " + origin
 	var b strings.Builder
@@ -95,10 +116,10 @@ func encodeNotices(origin string, rows []*trace.Record) []string {
 	}
 	b.WriteString(head)
 	for i := 0; i < len(rows); {
-		id := rows[i].TraceID
+		id := rows[i].id
 		var ranges []store.SeqRange
-		for ; i < len(rows) && rows[i].TraceID == id; i++ {
-			seq := rows[i].Seq
+		for ; i < len(rows) && rows[i].id == id; i++ {
+			seq := rows[i].seq
 			switch n := len(ranges); {
 			case n > 0 && (seq == ranges[n-1].To+1 || n == maxRanges):
 				ranges[n-1].To = seq
@@ -137,26 +158,30 @@ func appendTraceLine(b []byte, id trace.TraceID, ranges []store.SeqRange) []byte
 // decodeNotice reads a payload that encodeNotices wrote. Anything else
 // (anyone who may connect may notify on the channel) is refused with an
 // error saying what is wrong.
-func decodeNotice(payload string) (origin string, n store.CommitNotice, err error) {
+// lost is true for the payload "1 <origin>\nlost".
+func decodeNotice(payload string) (origin string, n store.CommitNotice, lost bool, err error) {
 	if len(payload) > 8000 {
-		return "", n, fmt.Errorf("commit notice of %d bytes: longer than PostgreSQL allows", len(payload))
+		return "", n, false, fmt.Errorf("commit notice of %d bytes: longer than PostgreSQL allows", len(payload))
 	}
 	lines := strings.Split(payload, "\n")
 	v, origin, ok := strings.Cut(lines[0], " ")
 	if !ok || v != "1" {
-		return "", n, fmt.Errorf("commit notice %.40q: want a first line \"1 <origin>\"", lines[0])
+		return "", n, false, fmt.Errorf("commit notice %.40q: want a first line \"1 <origin>\"", lines[0])
 	}
 	if len(origin) != 16 || !isHex(origin) {
-		return "", n, fmt.Errorf("commit notice: origin %.40q is not 16 hex digits", origin)
+		return "", n, false, fmt.Errorf("commit notice: origin %.40q is not 16 hex digits", origin)
+	}
+	if len(lines) == 2 && lines[1] == "lost" {
+		return origin, n, true, nil
 	}
 	for i, l := range lines[1:] {
 		ct, err := decodeTraceLine(l)
 		if err != nil {
-			return "", store.CommitNotice{}, fmt.Errorf("commit notice line %d: %w", i+2, err)
+			return "", store.CommitNotice{}, false, fmt.Errorf("commit notice line %d: %w", i+2, err)
 		}
 		n.Traces = append(n.Traces, ct)
 	}
-	return origin, n, nil
+	return origin, n, false, nil
 }
 
 func decodeTraceLine(l string) (store.CommitTrace, error) {
@@ -216,12 +241,106 @@ func isHex(s string) bool {
 	return true
 }
 
-// queueNotices adds the notifications naming rows to batch, which the
-// committing transaction sends.
-func (s *Store) queueNotices(batch *pgx.Batch, rows []*trace.Record) {
-	for _, p := range encodeNotices(s.origin, rows) {
+// notices are the records a Store committed and has not told yet.
+type notices struct {
+	mu      sync.Mutex
+	pending []key
+	lost    bool          // some were not told
+	wake    chan struct{} // 1-buffered: something to tell
+}
+
+// committed notes rows, just committed, for the next notice.
+func (s *Store) committed(rows []*trace.Record) {
+	if s.silent || len(rows) == 0 {
+		return
+	}
+	n := &s.notices
+	n.mu.Lock()
+	if len(n.pending)+len(rows) > maxPending {
+		n.lost = true
+	} else {
+		for _, r := range rows {
+			n.pending = append(n.pending, key{r.TraceID, r.Seq})
+		}
+	}
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notify sends the notices, notifyEvery after a commit, until the store
+// is closed (when it sends the last ones).
+func (s *Store) notify() {
+	defer s.bg.Done()
+	for {
+		select {
+		case <-s.closing.Done():
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s.sendNotices(ctx)
+			cancel()
+			return
+		case <-s.notices.wake:
+		}
+		select {
+		case <-s.closing.Done():
+		case <-time.After(notifyEvery):
+		}
+		ctx, cancel := context.WithTimeout(s.closing, 10*time.Second)
+		err := s.sendNotices(ctx)
+		cancel()
+		if err != nil && s.closing.Err() == nil {
+			// Try again (saying that some were lost) after a while.
+			select {
+			case s.notices.wake <- struct{}{}:
+			default:
+			}
+			select {
+			case <-s.closing.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// sendNotices tells the records committed since the last call, in one
+// transaction.
+func (s *Store) sendNotices(ctx context.Context) error {
+	n := &s.notices
+	n.mu.Lock()
+	keys, lost := n.pending, n.lost
+	n.pending, n.lost = nil, false
+	n.mu.Unlock()
+	if len(keys) == 0 && !lost {
+		return nil
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := bytes.Compare(a.id[:], b.id[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	keys = slices.Compact(keys)
+	var batch pgx.Batch
+	if lost {
+		batch.Queue("SELECT pg_notify($1, $2)", s.channel, "1 "+s.origin+"\nlost")
+	}
+	for _, p := range encodeNotices(s.origin, keys) {
 		batch.Queue("SELECT pg_notify($1, $2)", s.channel, p)
 	}
+	conn, err := s.db.SQL.Conn(ctx)
+	if err == nil {
+		// One implicit transaction: one notifying commit.
+		err = conn.Raw(func(dc any) error { return dc.(*stdlib.Conn).Conn().SendBatch(ctx, &batch).Close() })
+		conn.Close()
+	}
+	if err != nil {
+		n.mu.Lock()
+		n.lost = true
+		n.mu.Unlock()
+	}
+	return err
 }
 
 // WatchCommits implements store.CommitWatcher with LISTEN on a connection
@@ -237,7 +356,7 @@ func (s *Store) WatchCommits(ctx context.Context, w store.CommitWatch) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.closing, cancel)
-	s.watchers.Add(2)
+	s.bg.Add(2)
 	s.watchMu.Unlock()
 
 	l := &listener{s: s, w: w, notices: make(chan store.CommitNotice, noticeQueue), lost: make(chan struct{}, 1)}
@@ -246,13 +365,13 @@ func (s *Store) WatchCommits(ctx context.Context, w store.CommitWatch) error {
 		err = fmt.Errorf("postgres store %s: listen for commits: %w", s.db.Name, err)
 	}
 	go func() {
-		defer s.watchers.Done()
+		defer s.bg.Done()
 		defer stop()
 		defer cancel()
 		l.run(ctx, conn)
 	}()
 	go func() {
-		defer s.watchers.Done()
+		defer s.bg.Done()
 		l.deliver(ctx)
 	}()
 	return err
@@ -332,12 +451,16 @@ func (l *listener) run(ctx context.Context, conn *pgx.Conn) {
 			conn = nil
 			continue
 		}
-		origin, notice, err := decodeNotice(n.Payload)
+		origin, notice, lost, err := decodeNotice(n.Payload)
 		if err != nil {
 			l.fail(ctx, fmt.Errorf("postgres store %s: channel %q: %w (ignored)", l.s.db.Name, l.s.channel, err))
 			continue
 		}
 		if origin == l.s.origin {
+			continue
+		}
+		if lost {
+			l.signalLost()
 			continue
 		}
 		select {

@@ -9,12 +9,11 @@ import (
 	"github.com/loupe-dev/loupe/trace"
 )
 
-// rowsOf returns records of trace id with the given seqs, sorted as
-// appendValid sorts them.
-func rowsOf(id byte, seqs ...uint64) []*trace.Record {
-	out := make([]*trace.Record, len(seqs))
+// rowsOf returns the keys of records of trace id with the given seqs.
+func rowsOf(id byte, seqs ...uint64) []key {
+	out := make([]key, len(seqs))
 	for i, s := range seqs {
-		out[i] = &trace.Record{TraceID: trace.TraceID{id, 1}, Seq: s}
+		out[i] = key{trace.TraceID{id, 1}, s}
 	}
 	return out
 }
@@ -27,7 +26,7 @@ func TestNoticeEncoding(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		rows []*trace.Record
+		rows []key
 		want []store.CommitTrace
 	}{
 		{"one run", rowsOf(1, 1, 2, 3, 4), []store.CommitTrace{{TraceID: trace.TraceID{1, 1}, Seqs: []store.SeqRange{{From: 1, To: 4}}}}},
@@ -52,8 +51,8 @@ func TestNoticeEncoding(t *testing.T) {
 			if len(ps) != 1 {
 				t.Fatalf("%d payloads: %q", len(ps), ps)
 			}
-			o, n, err := decodeNotice(ps[0])
-			if err != nil || o != origin {
+			o, n, lost, err := decodeNotice(ps[0])
+			if err != nil || o != origin || lost {
 				t.Fatalf("decode %q: %q %v", ps[0], o, err)
 			}
 			if !reflect.DeepEqual(n.Traces, tt.want) {
@@ -66,11 +65,11 @@ func TestNoticeEncoding(t *testing.T) {
 // TestNoticeSplit: a commit of many traces is told in several payloads,
 // each small enough for NOTIFY, naming every trace once.
 func TestNoticeSplit(t *testing.T) {
-	var rows []*trace.Record
+	var rows []key
 	for i := range 3000 {
 		id := trace.TraceID{byte(i >> 8), byte(i), 9}
 		for s := uint64(1); s <= 3; s++ {
-			rows = append(rows, &trace.Record{TraceID: id, Seq: s * 10})
+			rows = append(rows, key{id, s * 10})
 		}
 	}
 	ps := encodeNotices("0123456789abcdef", rows)
@@ -82,7 +81,7 @@ func TestNoticeSplit(t *testing.T) {
 		if len(p) > maxPayload {
 			t.Errorf("payload of %d bytes", len(p))
 		}
-		_, n, err := decodeNotice(p)
+		_, n, _, err := decodeNotice(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,9 +117,16 @@ func TestNoticeRejects(t *testing.T) {
 		{"1 0123456789abcdef\n" + id + " " + strings.Repeat("1,", maxRanges) + "1", "seq ranges, at most"},
 		{"1 0123456789abcdef\n" + id + " " + strings.Repeat("9", 8000), "longer than PostgreSQL allows"},
 	} {
-		if _, _, err := decodeNotice(tt.payload); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, _, err := decodeNotice(tt.payload); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%.60q: %v, want %q", tt.payload, err, tt.want)
 		}
+	}
+}
+
+func TestNoticeLost(t *testing.T) {
+	o, n, lost, err := decodeNotice("1 0123456789abcdef\nlost")
+	if err != nil || !lost || o != "0123456789abcdef" || len(n.Traces) != 0 {
+		t.Errorf("lost notice: %q %+v %v %v", o, n, lost, err)
 	}
 }
 
@@ -144,18 +150,18 @@ func FuzzDecodeNotice(f *testing.F) {
 	f.Add("1 0123456789abcdef")
 	f.Add("1 0123456789abcdef\nx 1")
 	f.Fuzz(func(t *testing.T, payload string) {
-		origin, n, err := decodeNotice(payload)
-		if err != nil {
+		origin, n, lost, err := decodeNotice(payload)
+		if err != nil || lost {
 			return
 		}
-		var rows []*trace.Record
+		var rows []key
 		for _, ct := range n.Traces {
 			for _, r := range ct.Seqs {
 				if r.To-r.From > 1000 {
 					return // too many rows to build
 				}
 				for s := r.From; s <= r.To; s++ {
-					rows = append(rows, &trace.Record{TraceID: ct.TraceID, Seq: s})
+					rows = append(rows, key{ct.TraceID, s})
 				}
 			}
 		}
@@ -168,16 +174,16 @@ func FuzzDecodeNotice(f *testing.F) {
 			}
 			seen[ct.TraceID] = true
 		}
-		var back []*trace.Record
+		var back []key
 		for _, p := range encodeNotices(origin, rows) {
-			o, n, err := decodeNotice(p)
+			o, n, _, err := decodeNotice(p)
 			if err != nil || o != origin {
 				t.Fatalf("re-encoded %q: %q %v", p, o, err)
 			}
 			for _, ct := range n.Traces {
 				for _, r := range ct.Seqs {
 					for s := r.From; s <= r.To; s++ {
-						back = append(back, &trace.Record{TraceID: ct.TraceID, Seq: s})
+						back = append(back, key{ct.TraceID, s})
 					}
 				}
 			}

@@ -168,12 +168,18 @@ func TestWatchCommitsSlowWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const commits = 400 // more than the queue holds
+	// Commits of many traces each, told in many notices: more than the
+	// queue holds.
+	const commits = 40
 	appended := make(chan error, 1)
 	go func() {
 		for i := range commits {
-			recs := recsOf(byte(i), 1)
-			recs[0].TraceID[2] = byte(i >> 8)
+			var recs []trace.Record
+			for j := range 2000 {
+				r := recsOf(byte(i), 1)[0]
+				r.TraceID[2], r.TraceID[3] = byte(j>>8), byte(j)
+				recs = append(recs, r)
+			}
 			if _, err := b.Append(ctx, recs); err != nil {
 				appended <- err
 				return
@@ -206,7 +212,7 @@ func TestWatchCommitsSlowWatch(t *testing.T) {
 		}
 		break
 	}
-	if n < 100 || n >= commits {
-		t.Errorf("%d notices delivered of %d commits, want the queue's", n, commits)
+	if n < 100 {
+		t.Errorf("%d notices delivered, want the queue's", n)
 	}
 }

@@ -247,12 +247,15 @@ type Store struct {
 	// this Store's origin and the schema's channel.
 	cfg             *pgx.ConnConfig
 	origin, channel string
-	// closing ends the watchers when the store is closed.
-	closing  context.Context
-	shut     context.CancelFunc
-	watchMu  sync.Mutex
-	closed   bool
-	watchers sync.WaitGroup
+	silent          bool // sends no notices (benchmarks compare)
+	notices         notices
+	// closing ends the goroutines (bg) of notices and watchers when the
+	// store is closed.
+	closing context.Context
+	shut    context.CancelFunc
+	watchMu sync.Mutex
+	closed  bool
+	bg      sync.WaitGroup
 }
 
 var (
@@ -290,6 +293,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			return nil, err
 		}
 	}
+	s.notices.wake = make(chan struct{}, 1)
+	s.bg.Add(1)
+	go s.notify()
 	return s, nil
 }
 
@@ -397,12 +403,17 @@ func (s *Store) appendValid(ctx context.Context, recs []trace.Record) (int, erro
 		err := s.copyNew(ctx, pc, rows)
 		if err == nil {
 			added = len(rows)
+			s.committed(rows)
 			return nil
 		}
 		if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != uniqueViolation {
 			return err
 		}
-		added, err = s.insertStaged(ctx, pc, rows)
+		fresh, err := s.insertStaged(ctx, pc, rows)
+		added = len(fresh)
+		if err == nil {
+			s.committed(fresh)
+		}
 		return err
 	})
 	if err != nil {
@@ -435,17 +446,17 @@ func (s *Store) copyNew(ctx context.Context, pc *pgx.Conn, rows []*trace.Record)
 // insertStaged stores those of rows not yet stored: COPY into a session
 // temporary table, then INSERT … ON CONFLICT DO NOTHING RETURNING, and adds
 // the rows inserted to the summaries, in one transaction.
-func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Record) (int, error) {
+func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Record) ([]*trace.Record, error) {
 	tx, err := pc.Begin(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, "CREATE TEMP TABLE IF NOT EXISTS loupe_staging (trace_id bytea, seq bigint, ts bigint, type text, doc bytea, body text) ON COMMIT DELETE ROWS"); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"loupe_staging"}, copyColumns, copyRows(rows)); err != nil {
-		return 0, fmt.Errorf("copy: %w", err)
+		return nil, fmt.Errorf("copy: %w", err)
 	}
 	res, err := tx.Query(ctx, "INSERT INTO records (trace_id, seq, ts, type, doc, body) "+
 		"SELECT trace_id, seq, ts, type, doc, body FROM loupe_staging "+
@@ -454,7 +465,7 @@ func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Re
 		"WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.trace_id = loupe_staging.trace_id AND r.seq = loupe_staging.seq) "+
 		"ORDER BY trace_id, seq ON CONFLICT DO NOTHING RETURNING trace_id, seq")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	fresh := map[key]bool{}
 	for res.Next() {
@@ -462,13 +473,13 @@ func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Re
 		var seq int64
 		if err := res.Scan(&id, &seq); err != nil {
 			res.Close()
-			return 0, err
+			return nil, err
 		}
 		fresh[key{trace.TraceID(id), uint64(seq)}] = true
 	}
 	res.Close()
 	if err := res.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	var new []*trace.Record
 	for _, r := range rows {
@@ -477,12 +488,12 @@ func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Re
 		}
 	}
 	if err := s.applyDeltas(ctx, tx, new); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
+		return nil, fmt.Errorf("commit: %w", err)
 	}
-	return len(new), nil
+	return new, nil
 }
 
 // applyDeltas adds the newly stored records to the summary tables, its
@@ -499,11 +510,8 @@ func (s *Store) applyDeltas(ctx context.Context, tx pgx.Tx, added []*trace.Recor
 	if err := s.db.D.ApplyDeltas(ctx, queue, sqlstore.Deltas(added)); err != nil {
 		return err
 	}
-	// Delivered to the other processes' watchers once, and only if, the
-	// transaction commits (notify.go).
-	s.queueNotices(&batch, added)
 	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
-		return fmt.Errorf("update summaries, notify watchers: %w", err)
+		return fmt.Errorf("update summaries: %w", err)
 	}
 	return nil
 }
@@ -595,13 +603,13 @@ func (s *Store) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResu
 	return res, err
 }
 
-// Close implements store.Store. It stops the commit watchers
-// (WatchCommits) and waits for them.
+// Close implements store.Store. It sends the last commit notices, and
+// stops the commit watchers (WatchCommits) and waits for them.
 func (s *Store) Close() error {
 	s.watchMu.Lock()
 	s.closed = true
 	s.watchMu.Unlock()
 	s.shut()
-	s.watchers.Wait()
+	s.bg.Wait()
 	return s.db.Close()
 }
