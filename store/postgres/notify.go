@@ -285,6 +285,7 @@ func (s *Store) notify() {
 		}
 		select {
 		case <-s.closing.Done():
+			continue // the last ones, above
 		case <-time.After(notifyEvery):
 		}
 		ctx, cancel := context.WithTimeout(s.closing, 10*time.Second)

@@ -137,6 +137,14 @@ func TestWatchCommits(t *testing.T) {
 		t.Errorf("unexpected notice %+v", n.Traces)
 	default:
 	}
+	// A store being closed tells its last commits first.
+	if _, err := b.Append(ctx, recsOf(6, 1)); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if n := nextNotice(t, notices); len(n.Traces) != 1 || n.Traces[0].TraceID != (trace.TraceID{6, 7}) {
+		t.Fatalf("before Close: %+v, want trace 6", n.Traces)
+	}
 
 	// Close stops the watch (and waits for it).
 	done := make(chan bool)

@@ -27,6 +27,10 @@
 //
 // The tables live in the connection's current schema, so a search_path in
 // the DSN (…?search_path=loupe) puts a store in a schema of its own.
+//
+// A Store tells the other processes of the same store what it commits
+// (store.CommitWatcher): the ids and seqs of the records, with NOTIFY,
+// 50 ms after the commit (see notify.go).
 package postgres
 
 import (
