@@ -26,20 +26,32 @@ import (
 // notices, the trace stream starts again from the store.
 //
 // Reading back costs a query per trace and seq range, so it is done only
-// for notices someone watches: none when no stream is open, only the
-// watched traces' when no one watches /api/v1/stream. A notice read in
+// for what someone watches: nothing when no stream is open, only the
+// watched traces' when no one watches /api/v1/stream. The notice is sorted
+// at once (the store's watch is never held up): the traces that a trace
+// stream watches go to a small queue read first, the others (wanted by
+// /api/v1/stream alone) to a larger one that, when reading back cannot
+// keep up, drops what does not fit: /api/v1/stream then misses those
+// trace events, and the trace streams are not disturbed. A notice read in
 // part, or not at all, leaves a gap in the hub (an id from before it is
 // unknown, so a trace stream resuming from it restarts from the store). A
-// watch that falls behind, or that lost its connection, says so
-// (CommitWatch.Lost): the trace streams are then ended, and their clients
-// reconnect and catch up from the store; /api/v1/stream goes on, without
-// the trace events it missed.
+// watch that lost notices (its connection was lost, it fell behind, or
+// the queue of the watched traces overflowed) ends the trace streams,
+// whose clients reconnect and catch up from the store; /api/v1/stream
+// goes on, without the trace events it missed.
 
 // feedPage bounds the records read back (and published) at a time.
 const feedPage = 1000
 
 // feedTimeout bounds the reading back of one seq range.
 const feedTimeout = 30 * time.Second
+
+// The queues of traces to read back: those a trace stream watches, and
+// those only /api/v1/stream wants.
+const (
+	feedWatched = 1024
+	feedAll     = 4096
+)
 
 // watchCommits feeds h with the records that other processes commit to st,
 // when st can tell (store.CommitWatcher). It returns the function that
@@ -50,8 +62,11 @@ func watchCommits(st store.Store, h *hub, log *slog.Logger) (stop func()) {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &feed{st: st, h: h, log: log, ctx: ctx}
+	f := &feed{st: st, h: h, log: log, ctx: ctx,
+		watched: make(chan store.CommitTrace, feedWatched), all: make(chan store.CommitTrace, feedAll)}
 	f.pager, _ = st.(store.RecordPager)
+	go f.read(f.watched)
+	go f.read(f.all)
 	err := cw.WatchCommits(ctx, store.CommitWatch{
 		Commit: f.commit,
 		Lost:   h.resync,
@@ -71,18 +86,44 @@ type feed struct {
 	h     *hub
 	log   *slog.Logger
 	ctx   context.Context
+	// The traces to read back: those a trace stream watches, and the
+	// others.
+	watched, all chan store.CommitTrace
 }
 
-// commit publishes the watched records of n.
+// commit sorts the traces of n into the queues, without waiting.
 func (f *feed) commit(n store.CommitNotice) {
-	for _, ct := range f.h.want(n.Traces) {
-		if err := f.publish(ct); err != nil {
-			if f.ctx.Err() != nil {
-				return
-			}
-			f.log.Warn("live streams: reading back another collector's records", "trace", ct.TraceID.String(), "err", err)
-			f.h.resync()
+	watched, all := f.h.want(n.Traces)
+	for _, ct := range watched {
+		select {
+		case f.watched <- ct:
+		default:
+			f.h.resync() // the trace streams catch up from the store
 			return
+		}
+	}
+	for i, ct := range all {
+		select {
+		case f.all <- ct:
+		default:
+			f.h.skip() // /api/v1/stream misses these
+			f.log.Debug("live streams: reading back other collectors' records falls behind; trace events dropped", "traces", len(all)-i)
+			return
+		}
+	}
+}
+
+// read reads back and publishes the traces of q until the feed stops.
+func (f *feed) read(q chan store.CommitTrace) {
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case ct := <-q:
+			if err := f.publish(ct); err != nil && f.ctx.Err() == nil {
+				f.log.Warn("live streams: reading back another collector's records", "trace", ct.TraceID.String(), "err", err)
+				f.h.resync()
+			}
 		}
 	}
 }
@@ -143,29 +184,45 @@ func inRanges(seq uint64, rs []store.SeqRange) bool {
 	return false
 }
 
-// want returns those of ts that a subscriber watches: all of them when
-// one watches every trace. If it leaves any out, it leaves a gap.
-func (h *hub) want(ts []store.CommitTrace) []store.CommitTrace {
+// want sorts ts: the traces that a trace stream watches, and those only
+// /api/v1/stream wants (when someone watches it). If it leaves any out,
+// it leaves a gap.
+func (h *hub) want(ts []store.CommitTrace) (watched, all []store.CommitTrace) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	watched := map[trace.TraceID]bool{}
+	everything := false
+	byTrace := map[trace.TraceID]bool{}
 	for s := range h.subs {
 		if s.trace.IsZero() {
-			return ts
+			everything = true
+		} else {
+			byTrace[s.trace] = true
 		}
-		watched[s.trace] = true
 	}
-	out := ts[:0:0]
 	for _, ct := range ts {
-		if watched[ct.TraceID] {
-			out = append(out, ct)
+		switch {
+		case byTrace[ct.TraceID]:
+			watched = append(watched, ct)
+		case everything:
+			all = append(all, ct)
 		}
 	}
-	if len(out) < len(ts) {
-		h.n++
-		h.gap = h.n
+	if len(watched)+len(all) < len(ts) {
+		h.skipLocked()
 	}
-	return out
+	return watched, all
+}
+
+// skip leaves a gap: events were not published.
+func (h *hub) skip() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.skipLocked()
+}
+
+func (h *hub) skipLocked() {
+	h.n++
+	h.gap = h.n
 }
 
 // resync is told that commits may have been missed: it leaves a gap and
@@ -174,8 +231,7 @@ func (h *hub) want(ts []store.CommitTrace) []store.CommitTrace {
 func (h *hub) resync() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.n++
-	h.gap = h.n
+	h.skipLocked()
 	for s := range h.subs {
 		if !s.trace.IsZero() {
 			h.drop(s)

@@ -178,7 +178,7 @@ func TestWatchCommitsSlowWatch(t *testing.T) {
 	}
 	// Commits of many traces each, told in many notices: more than the
 	// queue holds.
-	const commits = 40
+	const commits = 30
 	appended := make(chan error, 1)
 	go func() {
 		for i := range commits {
