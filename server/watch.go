@@ -19,7 +19,7 @@ import (
 // What a client gets: the events of one server's streams are in the order
 // that server published them, its own commits as they commit and the
 // others' when their notice arrives and their records have been read back
-// (usually milliseconds later). So a trace's records may arrive out of seq
+// (some tens of milliseconds later: the store may gather notices, PostgreSQL's for 50 ms). So a trace's records may arrive out of seq
 // order (as with concurrent requests to one server); a client keys them
 // by seq. Event ids stay per server (see stream.go): Last-Event-ID resumes
 // exactly on the same server, and elsewhere, or after the server missed
@@ -29,7 +29,7 @@ import (
 // for what someone watches: nothing when no stream is open, only the
 // watched traces' when no one watches /api/v1/stream. The notice is sorted
 // at once (the store's watch is never held up): the traces that a trace
-// stream watches go to a small queue read first, the others (wanted by
+// stream watches go to a queue read by a goroutine of their own, the others (wanted by
 // /api/v1/stream alone) to a larger one that, when reading back cannot
 // keep up, drops what does not fit: /api/v1/stream then misses those
 // trace events, and the trace streams are not disturbed. A notice read in
@@ -54,35 +54,31 @@ const (
 )
 
 // watchCommits feeds h with the records that other processes commit to st,
-// when st can tell (store.CommitWatcher). It returns the function that
+// when st can tell (store.CommitWatcher) and read them back by seq
+// (store.RecordPager), as PostgreSQL can. It returns the function that
 // stops it.
 func watchCommits(st store.Store, h *hub, log *slog.Logger) (stop func()) {
 	cw, ok := st.(store.CommitWatcher)
-	if !ok {
+	pager, paged := st.(store.RecordPager) // reads back what a notice names
+	if !ok || !paged {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &feed{st: st, h: h, log: log, ctx: ctx,
+	f := &feed{pager: pager, h: h, log: log, ctx: ctx,
 		watched: make(chan store.CommitTrace, feedWatched), all: make(chan store.CommitTrace, feedAll)}
-	f.pager, _ = st.(store.RecordPager)
 	go f.read(f.watched)
 	go f.read(f.all)
-	err := cw.WatchCommits(ctx, store.CommitWatch{
-		Commit: f.commit,
-		Lost:   h.resync,
-		Error: func(err error) {
-			log.Warn("live streams: other collectors' records are not shown until this is fixed", "err", err)
-		},
-	})
-	if err != nil {
-		log.Warn("live streams: other collectors' records are not shown until this is fixed", "err", err)
+	warn := func(err error) {
+		log.Warn("live streams: not told of other collectors' commits, trying again; until then their records show only when a stream starts", "err", err)
+	}
+	if err := cw.WatchCommits(ctx, store.CommitWatch{Commit: f.commit, Lost: h.resync, Error: warn}); err != nil {
+		warn(err)
 	}
 	return cancel
 }
 
 type feed struct {
-	st    store.Store
-	pager store.RecordPager // nil: read whole traces
+	pager store.RecordPager
 	h     *hub
 	log   *slog.Logger
 	ctx   context.Context
@@ -130,25 +126,9 @@ func (f *feed) read(q chan store.CommitTrace) {
 
 // publish reads back the records of ct and publishes them.
 func (f *feed) publish(ct store.CommitTrace) error {
-	if f.pager == nil {
-		ctx, cancel := context.WithTimeout(f.ctx, feedTimeout)
-		defer cancel()
-		t, err := f.st.Trace(ctx, ct.TraceID)
-		if isNotFound(err) {
-			return nil // deleted since
-		}
-		if err != nil {
-			return err
-		}
-		var recs []trace.Record
-		for _, r := range t.Records {
-			if inRanges(r.Seq, ct.Seqs) {
-				recs = append(recs, r)
-			}
-		}
-		f.h.publish(recs)
-		return nil
-	}
+	// The trace's records of the notice are published together (one
+	// trace event), feedPage at a time.
+	var recs []trace.Record
 	for _, rg := range ct.Seqs {
 		after := rg.From - 1
 		for after < rg.To {
@@ -156,32 +136,30 @@ func (f *feed) publish(ct store.CommitTrace) error {
 			page, err := f.pager.Records(ctx, ct.TraceID, store.RecordRange{After: after, Limit: int(min(rg.To-after, feedPage))})
 			cancel()
 			if isNotFound(err) {
-				return nil
+				return nil // deleted since
 			}
 			if err != nil {
 				return err
 			}
-			recs := page.Records
-			for len(recs) > 0 && recs[len(recs)-1].Seq > rg.To {
-				recs = recs[:len(recs)-1]
+			got := page.Records
+			for len(got) > 0 && got[len(got)-1].Seq > rg.To {
+				got = got[:len(got)-1]
 			}
-			f.h.publish(recs)
-			if len(recs) < len(page.Records) || page.Next == 0 {
+			recs = append(recs, got...)
+			if len(recs) >= feedPage {
+				f.h.publish(recs)
+				recs = nil
+			}
+			if len(got) < len(page.Records) || page.Next == 0 {
 				break
 			}
 			after = page.Next
 		}
 	}
-	return nil
-}
-
-func inRanges(seq uint64, rs []store.SeqRange) bool {
-	for _, r := range rs {
-		if r.From <= seq && seq <= r.To {
-			return true
-		}
+	if len(recs) > 0 {
+		f.h.publish(recs)
 	}
-	return false
+	return nil
 }
 
 // want sorts ts: the traces that a trace stream watches, and those only
