@@ -189,3 +189,36 @@ func TestHubWant(t *testing.T) {
 		t.Error("an id from before a resync is found")
 	}
 }
+
+// TestStreamsAcrossCollectorsRanges: a request to B whose records of a
+// trace are not consecutive (seqs 1, 2 and 4, of two traces) is one
+// trace event per trace on A, and exactly those records on the trace's
+// stream.
+func TestStreamsAcrossCollectorsRanges(t *testing.T) {
+	a, b, _ := twoCollectors(t)
+	x, y := run(0x61, "x"), run(0x62, "y")
+	all := a.stream(t, "/api/v1/stream", "")
+	one := a.stream(t, "/api/v1/traces/"+x[0].TraceID.String()+"/stream", "")
+	batch := []trace.Record{x[0], x[1], x[3], y[0]}
+	if code, body, _ := b.do("POST", "/v1/records", "application/x-ndjson", ndjson(batch)); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	for _, seq := range []uint64{1, 2, 4} {
+		wantSeq(t, one.next(), seq)
+	}
+	got := map[string]string{}
+	for range 2 {
+		ev := all.next()
+		for _, id := range []trace.TraceID{x[0].TraceID, y[0].TraceID} {
+			if strings.Contains(ev.data, id.String()) {
+				got[id.String()] = ev.data
+			}
+		}
+	}
+	if d := got[x[0].TraceID.String()]; !strings.Contains(d, `"records":3`) || !strings.Contains(d, `"state":"ended"`) {
+		t.Errorf("trace event of x: %s", d)
+	}
+	if d := got[y[0].TraceID.String()]; !strings.Contains(d, `"records":1`) || !strings.Contains(d, `"state":"started"`) {
+		t.Errorf("trace event of y: %s", d)
+	}
+}
