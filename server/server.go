@@ -9,8 +9,9 @@
 //     pagination), search, one trace, delete, aggregates, evaluation runs
 //     and their case results;
 //   - live streams (Server-Sent Events): /api/v1/stream and
-//     /api/v1/traces/{id}/stream, fed from ingest, resumable with
-//     Last-Event-ID;
+//     /api/v1/traces/{id}/stream, fed from ingest (and, with a store
+//     that tells of them, store.CommitWatcher, from the commits of the
+//     other servers sharing the store), resumable with Last-Event-ID;
 //   - monitors and their firings (package alert): /api/v1/monitors and
 //     /api/v1/alerts, from Options.Alerts or the store;
 //   - branches: POST /api/v1/traces/{id}/branch re-runs a stored run
@@ -32,8 +33,9 @@
 // Options.Retain, old traces are removed on a schedule. The server keeps
 // no state a second server would need (API keys, web UI sessions and the
 // retention period are in the store; the live streams see the ingest of
-// their own process, and their backlog comes from the store), so several
-// servers can share one PostgreSQL store.
+// every server when the store tells each of the others' commits, and
+// their backlog comes from the store), so several servers can share one
+// PostgreSQL store.
 //
 // Every trace, score, dataset, rule and monitor belongs to a project: the
 // default one (Options.Store), or one made with CreateProject, whose store
@@ -234,6 +236,7 @@ type Server struct {
 	sessions     *sessions        // the web UI's sign-ins (session.go)
 	alerts       *alert.Engine    // nil when the store keeps no monitors (monitors.go)
 	branches     *branches        // the running branches (branch.go)
+	unwatch      func()           // stops feeding the hub other collectors' commits (watch.go)
 	now          func() time.Time // the clock of sessions; tests set it
 
 	name       string       // the project this server serves
@@ -333,6 +336,7 @@ func newServer(o Options, root *Server, name string) (*Server, error) {
 	}
 	if root != nil {
 		s.startRetention()
+		s.unwatch = watchCommits(o.Store, s.hub, s.log)
 		return s, nil
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -356,6 +360,7 @@ func newServer(o Options, root *Server, name string) (*Server, error) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (see /api/v1/openapi.json)", clip(r.Method, 20), clip(r.URL.Path, 100)))
 	})
 	s.startRetention()
+	s.unwatch = watchCommits(o.Store, s.hub, s.log)
 	return s, nil
 }
 
@@ -377,6 +382,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // API keep working.
 func (s *Server) Close() {
 	s.closeProjects()
+	s.unwatch()
 	s.hub.close()
 	s.stopRetention()
 	s.branches.stop()

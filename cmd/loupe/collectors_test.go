@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -68,6 +70,12 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a balancer in front of them; it returns the children, the balancer's
 // URL and the DSN.
 func collectors(t testing.TB, n int) ([]*exec.Cmd, string, string) {
+	cmds, url, dsn, _ := collectorsBehind(t, n)
+	return cmds, url, dsn
+}
+
+// collectorsBehind is collectors, also returning the collectors' own URLs.
+func collectorsBehind(t testing.TB, n int) ([]*exec.Cmd, string, string, []string) {
 	t.Helper()
 	dsn := pgtest.Schema(t)
 	// Migrate once, before the collectors race to.
@@ -85,7 +93,7 @@ func collectors(t testing.TB, n int) ([]*exec.Cmd, string, string) {
 	}
 	ts := httptest.NewServer(lb)
 	t.Cleanup(ts.Close)
-	return cmds, ts.URL, dsn
+	return cmds, ts.URL, dsn, lb.backends
 }
 
 // loadBatch is one request of the load: a trace of size records.
@@ -185,6 +193,39 @@ func TestCollectorsKill9(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged batches checked, %d after the kill", len(acked), afterKill.Load())
+}
+
+// TestCollectorsStream: a browser's live stream of the runs list on one
+// collector shows the runs that senders post to another.
+func TestCollectorsStream(t *testing.T) {
+	_, _, _, backends := collectorsBehind(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang, not a timing claim
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", backends[0]+"/api/v1/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, tid := loadBatch(0, 0, 3)
+	post, err := http.Post(backends[1]+"/v1/records", "application/x-ndjson", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post.Body.Close()
+	if post.StatusCode != http.StatusOK {
+		t.Fatalf("post to the second collector: %s", post.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "data: ") && strings.Contains(l, tid.String()) {
+			if !strings.Contains(l, `"records":3`) {
+				t.Errorf("trace event: %s", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("no event of trace %s on the first collector's stream: %v", tid, sc.Err())
 }
 
 // BenchmarkCollectors measures ingest through one address in front of 1,

@@ -3,13 +3,16 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/internal/sqlstore"
 	"github.com/loupe-dev/loupe/store/postgres"
 	"github.com/loupe-dev/loupe/store/storetest"
@@ -150,4 +153,56 @@ func benchStore(b *testing.B, n int) *postgres.Store {
 // trace; LOUPE_BENCH_RECORDS, default 50000), in day partitions.
 func BenchmarkQueries(b *testing.B) {
 	storetest.BenchQueries(b, benchStore(b, storetest.BenchRecords(50000)))
+}
+
+// BenchmarkNotify measures what the commit notices (notify.go) cost
+// concurrent writers: 32 goroutines appending small batches (one trace of
+// 4 records, as small ingest requests are) to one Store, with the notices
+// sent ("notify") and without ("silent"), with a watcher listening to
+// them. PostgreSQL serializes the commits of the transactions that notify
+// until their commit is flushed, so this is where a notice per ingest
+// transaction would show; it shows only with fsync on (the test server of
+// scripts/services.sh runs with fsync off).
+func BenchmarkNotify(b *testing.B) {
+	for _, silent := range []bool{false, true} {
+		name := "notify"
+		if silent {
+			name = "silent"
+		}
+		b.Run(name, func(b *testing.B) {
+			dsn := freshSchema(b)
+			s, w := open(b, dsn), open(b, dsn)
+			if silent {
+				postgres.Silence(s)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var seen atomic.Int64
+			if err := w.WatchCommits(ctx, store.CommitWatch{Commit: func(store.CommitNotice) { seen.Add(1) }}); err != nil {
+				b.Fatal(err)
+			}
+			var next atomic.Uint64
+			b.SetParallelism(32 / runtime.GOMAXPROCS(0))
+			start := time.Now()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := next.Add(1)
+					recs := recsOf(1, 1, 2, 3, 4)
+					for j := range recs {
+						recs[j].TraceID[8] = byte(i >> 24)
+						recs[j].TraceID[9] = byte(i >> 16)
+						recs[j].TraceID[10] = byte(i >> 8)
+						recs[j].TraceID[11] = byte(i)
+					}
+					if _, err := s.Append(ctx, recs); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(4*b.N)/time.Since(start).Seconds(), "records/s")
+		})
+	}
 }

@@ -27,6 +27,10 @@
 //
 // The tables live in the connection's current schema, so a search_path in
 // the DSN (…?search_path=loupe) puts a store in a schema of its own.
+//
+// A Store tells the other processes of the same store what it commits
+// (store.CommitWatcher): the ids and seqs of the records, with NOTIFY,
+// 50 ms after the commit (see notify.go).
 package postgres
 
 import (
@@ -39,6 +43,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -241,6 +246,20 @@ type Store struct {
 	// partitionsReady is the start (Unix ns) of the last day partition
 	// ensurePartitions made sure of; 0 before it ran.
 	partitionsReady atomic.Int64
+
+	// Commit notices (notify.go): the connection settings listeners use,
+	// this Store's origin and the schema's channel.
+	cfg             *pgx.ConnConfig
+	origin, channel string
+	silent          bool // sends no notices (benchmarks compare)
+	notices         notices
+	// closing ends the goroutines (bg) of notices and watchers when the
+	// store is closed.
+	closing context.Context
+	shut    context.CancelFunc
+	watchMu sync.Mutex
+	closed  bool
+	bg      sync.WaitGroup
 }
 
 var (
@@ -263,7 +282,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	// A collector opens a store per project it serves; an idle project's
 	// connections go, so that they do not add up to max_connections.
 	db.SetConnMaxIdleTime(time.Minute)
-	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}}
+	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}, cfg: cfg, origin: newOrigin()}
+	s.closing, s.shut = context.WithCancel(context.Background())
 	if err := s.ensureSchema(ctx, cfg.RuntimeParams["search_path"]); err != nil {
 		db.Close()
 		return nil, err
@@ -272,12 +292,21 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	var schema string
+	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres store %s: current schema: %w", name, err)
+	}
+	s.channel = channelFor(schema)
 	if s.db.ReadOnly == nil {
 		if err := s.ensurePartitions(ctx, time.Now()); err != nil {
 			db.Close()
 			return nil, err
 		}
 	}
+	s.notices.wake = make(chan struct{}, 1)
+	s.bg.Add(1)
+	go s.notify()
 	return s, nil
 }
 
@@ -418,12 +447,17 @@ func (s *Store) appendValid(ctx context.Context, recs []trace.Record) (int, erro
 		err := s.copyNew(ctx, pc, rows)
 		if err == nil {
 			added = len(rows)
+			s.committed(rows)
 			return nil
 		}
 		if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != uniqueViolation {
 			return err
 		}
-		added, err = s.insertStaged(ctx, pc, rows)
+		fresh, err := s.insertStaged(ctx, pc, rows)
+		added = len(fresh)
+		if err == nil {
+			s.committed(fresh)
+		}
 		return err
 	})
 	if err != nil {
@@ -456,17 +490,17 @@ func (s *Store) copyNew(ctx context.Context, pc *pgx.Conn, rows []*trace.Record)
 // insertStaged stores those of rows not yet stored: COPY into a session
 // temporary table, then INSERT … ON CONFLICT DO NOTHING RETURNING, and adds
 // the rows inserted to the summaries, in one transaction.
-func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Record) (int, error) {
+func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Record) ([]*trace.Record, error) {
 	tx, err := pc.Begin(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, "CREATE TEMP TABLE IF NOT EXISTS loupe_staging (trace_id bytea, seq bigint, ts bigint, type text, doc bytea, body text) ON COMMIT DELETE ROWS"); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"loupe_staging"}, copyColumns, copyRows(rows)); err != nil {
-		return 0, fmt.Errorf("copy: %w", err)
+		return nil, fmt.Errorf("copy: %w", err)
 	}
 	res, err := tx.Query(ctx, "INSERT INTO records (trace_id, seq, ts, type, doc, body) "+
 		"SELECT trace_id, seq, ts, type, doc, body FROM loupe_staging "+
@@ -475,7 +509,7 @@ func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Re
 		"WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.trace_id = loupe_staging.trace_id AND r.seq = loupe_staging.seq) "+
 		"ORDER BY trace_id, seq ON CONFLICT DO NOTHING RETURNING trace_id, seq")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	fresh := map[key]bool{}
 	for res.Next() {
@@ -483,13 +517,13 @@ func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Re
 		var seq int64
 		if err := res.Scan(&id, &seq); err != nil {
 			res.Close()
-			return 0, err
+			return nil, err
 		}
 		fresh[key{trace.TraceID(id), uint64(seq)}] = true
 	}
 	res.Close()
 	if err := res.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	var new []*trace.Record
 	for _, r := range rows {
@@ -498,12 +532,12 @@ func (s *Store) insertStaged(ctx context.Context, pc *pgx.Conn, rows []*trace.Re
 		}
 	}
 	if err := s.applyDeltas(ctx, tx, new); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
+		return nil, fmt.Errorf("commit: %w", err)
 	}
-	return len(new), nil
+	return new, nil
 }
 
 // applyDeltas adds the newly stored records to the summary tables, its
@@ -613,5 +647,13 @@ func (s *Store) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResu
 	return res, err
 }
 
-// Close implements store.Store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close implements store.Store. It sends the last commit notices, and
+// stops the commit watchers (WatchCommits) and waits for them.
+func (s *Store) Close() error {
+	s.watchMu.Lock()
+	s.closed = true
+	s.watchMu.Unlock()
+	s.shut()
+	s.bg.Wait()
+	return s.db.Close()
+}
