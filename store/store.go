@@ -226,7 +226,7 @@ func checkRecord(r *trace.Record) (field string, err error) {
 	case r.Start().Year() < 1678:
 		return "duration_ns", fmt.Errorf("duration_ns %d puts the start (time minus duration) before the year 1678, which nanosecond timestamps cannot hold", int64(r.Duration))
 	}
-	for _, f := range [...]struct{ name, v string }{{"session", r.Session}, {"user", r.User}} {
+	for _, f := range [...]struct{ name, v string }{{"session", r.Session()}, {"user", r.User()}} {
 		if len(f.v) > MaxSessionBytes || !isText(f.v) {
 			return f.name, fmt.Errorf("%s is %d bytes or not valid UTF-8 without NUL bytes; it must be an id of at most %d bytes (trace.BoundID makes one)", f.name, len(f.v), MaxSessionBytes)
 		}

@@ -139,8 +139,8 @@ type RunOptions struct {
 	Parent  SpanID   // the remote span this run is a child of
 	Data    any      // the loop's own state, returned by ExecutionContext.Data
 
-	// Session and User, if set, are recorded on run.start (Record.Session,
-	// Record.User): the conversation, or task across runs, the run belongs
+	// Session and User, if set, are recorded on run.start (Record.Run,
+	// with Tags): the conversation, or task across runs, the run belongs
 	// to, and whose it is. Stores group runs by them. Each is kept as at
 	// most MaxSessionBytes of valid UTF-8 without NUL bytes (longer ones
 	// are cut at a character boundary, invalid bytes become U+FFFD),
@@ -190,17 +190,21 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 	if n := min(t.lastRun.Load(), t.prevRun.Load()); n > 0 && !o.StreamOnly {
 		ec.records.head = make([]Record, 0, min(n, maxPresize))
 	}
-	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: slices.Clone(o.Tags),
-		Session: BoundID(o.Session), User: BoundID(o.User), Time: ec.start})
+	var run *RunInfo // copied by capture, tags included
+	if len(o.Tags) > 0 || o.Session != "" || o.User != "" {
+		run = &RunInfo{Tags: o.Tags, Session: BoundID(o.Session), User: BoundID(o.User)}
+	}
+	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Run: run, Time: ec.start})
 	return NewContext(ctx, ec), ec
 }
 
-// MaxSessionBytes bounds a record's Session and User: they are ids, and
+// MaxSessionBytes bounds a record's session and user (RunInfo.Session,
+// RunInfo.User): they are ids, and
 // stores index them.
 const MaxSessionBytes = 256
 
-// BoundID returns s as an id a store accepts in Record.Session or
-// Record.User: invalid UTF-8 and NUL bytes become U+FFFD, and the result
+// BoundID returns s as an id a store accepts in RunInfo.Session or
+// RunInfo.User: invalid UTF-8 and NUL bytes become U+FFFD, and the result
 // is cut at a character boundary to at most MaxSessionBytes. An id that
 // needs nothing is returned as it is.
 func BoundID(s string) string {
@@ -336,7 +340,7 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // Depth and Seq are always set by the run; Time, Iteration, SpanID (a new
 // span) and ParentID (the current iteration's span, or the run's) are
 // filled in when left zero.
-// Values and Tags are copied and pass through the capture policy and the
+// Values and Run (with its tags) are copied and pass through the capture policy and the
 // redaction hooks first, so the caller may reuse them. Stats, its own and its ancestors', are
 // updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
