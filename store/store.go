@@ -335,7 +335,7 @@ type Summary struct {
 	UnpricedCalls int           `json:"unpriced_calls"`    // model calls of unknown cost (no price), not in CostUSD; see CostKnown
 	Errors        int           `json:"errors"`            // as counted by trace.Stats
 	Tags          []string      `json:"tags,omitempty"`    // the root run's tags, sorted
-	Session       string        `json:"session,omitempty"` // the session: that of the first stored record carrying one (trace.Record.Session)
+	Session       string        `json:"session,omitempty"` // the session: that of the first stored record carrying one (trace.RunInfo.Session)
 	User          string        `json:"user,omitempty"`    // the user: that of the first stored record carrying one
 	Models        []string      `json:"models,omitempty"`  // models called, sorted
 	Tools         []string      `json:"tools,omitempty"`   // tools called, sorted

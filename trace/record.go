@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -167,6 +168,16 @@ type RunInfo struct {
 	// RunOptions.User).
 	Session string
 	User    string
+}
+
+// String formats ri's fields, so that fmt prints a Record's Run by its
+// content rather than as an address (and two records with equal runs
+// print alike). A nil RunInfo is "<nil>".
+func (ri *RunInfo) String() string {
+	if ri == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("{Tags:%q Session:%q User:%q}", ri.Tags, ri.Session, ri.User)
 }
 
 // Tags returns r's run tags (Record.Run), nil if it has none. The slice

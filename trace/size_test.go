@@ -1,6 +1,8 @@
 package trace_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -41,5 +43,18 @@ func TestEditRun(t *testing.T) {
 	}
 	if none.EditRun().User = "bob"; none.User() != "bob" {
 		t.Errorf("EditRun on a record without Run: user %q", none.User())
+	}
+}
+
+// TestRunInfoString: fmt prints a record's Run by its content, so that
+// records compared or reported through fmt show their tags and ids.
+func TestRunInfoString(t *testing.T) {
+	a := trace.Record{Name: "x", Run: &trace.RunInfo{Tags: []string{"env:ci"}, Session: "conv-1"}}
+	b := trace.Record{Name: "x", Run: &trace.RunInfo{Tags: []string{"env:ci"}, Session: "conv-1"}}
+	if fmt.Sprint(a) != fmt.Sprint(b) || !strings.Contains(fmt.Sprintf("%+v", a), `Run:{Tags:["env:ci"] Session:"conv-1" User:""}`) {
+		t.Errorf("records print as %v and %+v", a, b)
+	}
+	if s := fmt.Sprint(trace.Record{}); !strings.Contains(s, "<nil>") {
+		t.Errorf("a record without Run prints as %s", s)
 	}
 }
