@@ -199,8 +199,7 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 }
 
 // MaxSessionBytes bounds a record's session and user (RunInfo.Session,
-// RunInfo.User): they are ids, and
-// stores index them.
+// RunInfo.User): they are ids, and stores index them.
 const MaxSessionBytes = 256
 
 // BoundID returns s as an id a store accepts in RunInfo.Session or
@@ -340,9 +339,9 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // Depth and Seq are always set by the run; Time, Iteration, SpanID (a new
 // span) and ParentID (the current iteration's span, or the run's) are
 // filled in when left zero.
-// Values and Run (with its tags) are copied and pass through the capture policy and the
-// redaction hooks first, so the caller may reuse them. Stats, its own and its ancestors', are
-// updated before Record returns.
+// Values and Run (with its tags) are copied and pass through the capture
+// policy and the redaction hooks first, so the caller may reuse them.
+// Stats, its own and its ancestors', are updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
 	if ec != nil {
 		ec.record(ec.ctx, r)

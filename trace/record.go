@@ -124,7 +124,7 @@ type Usage struct {
 // constants); unused fields stay zero and are not encoded.
 //
 // A Record handed to a Sink or returned by an ExecutionContext must be
-// treated as read-only: its Values are shared, not copied.
+// treated as read-only: its Values and its Run are shared, not copied.
 type Record struct {
 	V         int           `json:"v"`                     // encoding version, Version when written by this package
 	TraceID   TraceID       `json:"trace_id"`              // the trace (run) this record belongs to
