@@ -109,8 +109,8 @@ func omitted(v Value) Value {
 }
 
 // capture applies the capture policy and the redaction hooks to r, and
-// copies values too big for the run's arena and r.Run with its tags (so
-// that the caller may reuse them). It runs outside the run's lock, since the hooks are the
+// copies values too big for the run's arena (so that the caller may reuse
+// them; r.Run is already r's own, see record). It runs outside the run's lock, since the hooks are the
 // caller's code. It reports, per value (input, output, thinking), whether
 // the value is a buffer of its own making that nothing else references (a
 // marker or a copy); keep copies the others.
@@ -120,9 +120,6 @@ func omitted(v Value) Value {
 // the value hook sees the record with its strings already scrubbed.
 func (ec *ExecutionContext) capture(r *Record) (fresh [3]bool) {
 	o := &ec.t.opts
-	if r.Run != nil {
-		r.EditRun() // a copy of its own, tags included
-	}
 	hasValues := len(r.Input) > 0 || len(r.Output) > 0 || len(r.Thinking) > 0
 	switch o.Capture {
 	case CaptureNone:
@@ -168,7 +165,7 @@ func applyHooks(o *Options, r *Record, values bool) {
 		view.Status = redactString(f, view, FieldStatus, view.Status)
 		view.Error = redactString(f, view, FieldErrorText, view.Error)
 		view.Usage.Provider = redactString(f, view, FieldProvider, view.Usage.Provider)
-		if ri := view.Run; ri != nil { // the copy capture made, shared with r
+		if ri := view.Run; ri != nil { // r's own (see record), shared with view
 			ri.Session = redactString(f, view, FieldSession, ri.Session)
 			ri.User = redactString(f, view, FieldUser, ri.User)
 			for i, t := range ri.Tags {

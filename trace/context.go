@@ -190,11 +190,11 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 	if n := min(t.lastRun.Load(), t.prevRun.Load()); n > 0 && !o.StreamOnly {
 		ec.records.head = make([]Record, 0, min(n, maxPresize))
 	}
-	var run *RunInfo // copied by capture, tags included
+	var run *RunInfo // the record's own: one allocation, and one for the tags' copy
 	if len(o.Tags) > 0 || o.Session != "" || o.User != "" {
-		run = &RunInfo{Tags: o.Tags, Session: BoundID(o.Session), User: BoundID(o.User)}
+		run = &RunInfo{Tags: slices.Clone(o.Tags), Session: BoundID(o.Session), User: BoundID(o.User)}
 	}
-	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Run: run, Time: ec.start})
+	ec.record(ec.ctx, Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Run: run, Time: ec.start})
 	return NewContext(ctx, ec), ec
 }
 
@@ -344,13 +344,18 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // Stats, its own and its ancestors', are updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
 	if ec != nil {
+		if r.Run != nil {
+			r.EditRun() // the caller's: a copy, tags included
+		}
 		ec.record(ec.ctx, r)
 	}
 }
 
 // record records r; a Block wait for room gives up when ctx is done: the
 // context of the run whose code makes r (a child's for its child.spawn
-// and child.end records, which go in the parent's log).
+// and child.end records, which go in the parent's log). r.Run, if any,
+// is the record's own (the redaction hooks write into it): Record copies
+// the caller's, Start makes one.
 func (ec *ExecutionContext) record(ctx context.Context, r Record) {
 	t := ec.t
 	r.V = Version
