@@ -91,7 +91,7 @@ func RunFromRecords(recs []trace.Record, source string) *Run {
 	for i := range recs {
 		if recs[i].Type == trace.TypeRunStart && recs[i].Depth == 0 {
 			r.Name = recs[i].Name
-			r.Tags = slices.Clone(recs[i].Tags)
+			r.Tags = slices.Clone(recs[i].Tags())
 			break
 		}
 	}
@@ -118,13 +118,12 @@ func withTags(recs []trace.Record, tags ...string) []trace.Record {
 	out := slices.Clone(recs)
 	for i := range out {
 		if out[i].Type == trace.TypeRunStart && out[i].Depth == 0 {
-			t := slices.Clone(out[i].Tags)
+			ri := out[i].EditRun() // a copy: recs keep theirs
 			for _, tag := range tags {
-				if !slices.Contains(t, tag) {
-					t = append(t, tag)
+				if !slices.Contains(ri.Tags, tag) {
+					ri.Tags = append(ri.Tags, tag)
 				}
 			}
-			out[i].Tags = t
 			break
 		}
 	}

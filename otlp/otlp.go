@@ -376,8 +376,14 @@ func (s *spanRecs) addWhole(r trace.Record, role string, n int) {
 	// text must be valid to survive its own encoding.
 	r.Name, r.Status, r.Error = validUTF8(r.Name), validUTF8(r.Status), validUTF8(r.Error)
 	r.Usage.Provider = validUTF8(r.Usage.Provider)
-	for i, t := range r.Tags {
-		r.Tags[i] = validUTF8(t)
+	for _, t := range r.Tags() {
+		if !utf8.ValidString(t) {
+			ri := r.EditRun() // Run is shared with r's copies
+			for i, t := range ri.Tags {
+				ri.Tags[i] = validUTF8(t)
+			}
+			break
+		}
 	}
 	r.Time = r.Time.UTC()
 	r.Seq = Seq(r.Time, s.sid, role, n)
@@ -422,7 +428,7 @@ func mapSpan(dst []trace.Record, c *classified, o *Options) []trace.Record {
 			runName = sp.Name()
 		}
 		s.add(trace.Record{TraceID: tid, SpanID: sid, Time: start, Type: trace.TypeRunStart, Name: runName,
-			Input: runIn, Tags: tags(rs, attrs)}, "start", 0)
+			Input: runIn, Run: &trace.RunInfo{Tags: tags(rs, attrs)}}, "start", 0)
 		if kind == KindModel || kind == KindTool {
 			callRecs(s, &call, derived(tid, sid, "call", 0), sid)
 		} else {

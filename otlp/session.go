@@ -16,8 +16,8 @@ var (
 	userKeys    = []string{"user.id", "langfuse.user.id"}
 )
 
-// Export attributes of a record's session and user (Record.Session,
-// Record.User) on the span it starts.
+// Export attributes of a record's session and user (RunInfo.Session,
+// RunInfo.User) on the span it starts.
 const (
 	AttrSession = "session.id"
 	AttrUser    = "user.id"
@@ -33,8 +33,12 @@ func withSession(recs []trace.Record, from int, res, sp pcommon.Map) []trace.Rec
 		return recs
 	}
 	r := &recs[from]
-	r.Session = trace.BoundID(idAttr(sessionKeys, sp, res))
-	r.User = trace.BoundID(idAttr(userKeys, sp, res))
+	session := trace.BoundID(idAttr(sessionKeys, sp, res))
+	user := trace.BoundID(idAttr(userKeys, sp, res))
+	if session != r.Session() || user != r.User() {
+		ri := r.EditRun()
+		ri.Session, ri.User = session, user
+	}
 	return recs
 }
 
@@ -55,10 +59,10 @@ func idAttr(keys []string, maps ...pcommon.Map) string {
 // putSession writes r's session and user as the attributes AttrSession
 // and AttrUser.
 func putSession(a pcommon.Map, r *trace.Record) {
-	if r.Session != "" {
-		a.PutStr(AttrSession, r.Session)
+	if s := r.Session(); s != "" {
+		a.PutStr(AttrSession, s)
 	}
-	if r.User != "" {
-		a.PutStr(AttrUser, r.User)
+	if u := r.User(); u != "" {
+		a.PutStr(AttrUser, u)
 	}
 }

@@ -60,13 +60,13 @@ func TestSessionAttributes(t *testing.T) {
 			checkWellFormed(t, res.Records)
 			got := map[trace.SpanID][2]string{}
 			for _, r := range res.Records {
-				if r.Session != "" || r.User != "" {
+				if r.Session() != "" || r.User() != "" {
 					if _, dup := got[r.SpanID]; dup {
 						t.Errorf("span %s: more than one record carries the session", r.SpanID)
 					}
-					got[r.SpanID] = [2]string{r.Session, r.User}
+					got[r.SpanID] = [2]string{r.Session(), r.User()}
 				}
-				for _, tag := range r.Tags {
+				for _, tag := range r.Tags() {
 					if strings.HasPrefix(tag, "session:") || strings.HasPrefix(tag, "user:") {
 						t.Errorf("tag %q: sessions and users are fields, not tags", tag)
 					}
@@ -97,7 +97,7 @@ func TestSessionExport(t *testing.T) {
 	}
 	// And back: the span maps to a run of the same session.
 	res := Map(td, &Options{})
-	if r := res.Records[0]; r.Type != trace.TypeRunStart || r.Session != "conv-1" || r.User != "ada" {
-		t.Errorf("imported back: %s session %q user %q", r.Type, r.Session, r.User)
+	if r := res.Records[0]; r.Type != trace.TypeRunStart || r.Session() != "conv-1" || r.User() != "ada" {
+		t.Errorf("imported back: %s session %q user %q", r.Type, r.Session(), r.User())
 	}
 }

@@ -259,9 +259,9 @@ func fillSpan(sp ptrace.Span, first, end *trace.Record, o SpanOptions) {
 		sp.SetName("invoke_agent " + name)
 		a.PutStr("gen_ai.operation.name", "invoke_agent")
 		a.PutStr("gen_ai.agent.name", name)
-		if len(first.Tags) > 0 {
+		if tags := first.Tags(); len(tags) > 0 {
 			s := a.PutEmptySlice("loupe.tags")
-			for _, t := range first.Tags {
+			for _, t := range tags {
 				s.AppendEmpty().SetStr(t)
 			}
 		}

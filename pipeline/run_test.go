@@ -605,7 +605,7 @@ func TestPipelineCallerTracer(t *testing.T) {
 	if len(got) != len(res.Records)+2 {
 		t.Errorf("the sink got %d records, want the run's %d and the later run's 2", len(got), len(res.Records))
 	}
-	if tags := strings.Join(res.Records[0].Tags, " "); tags != "pipeline dialect:omni env:test" {
+	if tags := strings.Join(res.Records[0].Tags(), " "); tags != "pipeline dialect:omni env:test" {
 		t.Errorf("tags %q", tags)
 	}
 }

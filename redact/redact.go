@@ -512,16 +512,22 @@ func (rd *Redactor) Record(r *trace.Record) {
 	r.Status = rd.String(r.Status)
 	r.Error = rd.String(r.Error)
 	r.Usage.Provider = rd.String(r.Usage.Provider)
-	r.Session = rd.String(r.Session)
-	r.User = rd.String(r.User)
-	for i, t := range r.Tags {
-		if s := rd.String(t); s != t {
-			tags := slices.Clone(r.Tags)
-			for j := i; j < len(tags); j++ {
-				tags[j] = rd.String(tags[j])
+	if ri := r.Run; ri != nil {
+		// Run is shared with the record's copies: a changed one is
+		// replaced, never written into.
+		tags := ri.Tags
+		for i, t := range tags {
+			if s := rd.String(t); s != t {
+				tags = slices.Clone(tags)
+				for j := i; j < len(tags); j++ {
+					tags[j] = rd.String(tags[j])
+				}
+				break
 			}
-			r.Tags = tags
-			break
+		}
+		session, user := rd.String(ri.Session), rd.String(ri.User)
+		if session != ri.Session || user != ri.User || len(tags) > 0 && &tags[0] != &ri.Tags[0] {
+			r.Run = &trace.RunInfo{Tags: tags, Session: session, User: user}
 		}
 	}
 	r.Input = rd.Value(r.Input)

@@ -214,7 +214,7 @@ func TestRecord(t *testing.T) {
 	r := trace.Record{
 		Type: trace.TypeToolError, Name: "fetch " + ghp, Status: "Bearer abc", Error: "401 for " + openAI,
 		Input: in, Output: trace.Text(jwt), Thinking: trace.Text("the key is " + anthropic),
-		Tags: tags, Usage: trace.Usage{Provider: "p " + stripe},
+		Run: &trace.RunInfo{Tags: tags}, Usage: trace.Usage{Provider: "p " + stripe},
 	}
 	redact.Default().Record(&r)
 	b, err := json.Marshal(r)
@@ -229,8 +229,8 @@ func TestRecord(t *testing.T) {
 	if tags[1] != "key:"+openAI || string(in) != `{"password":"hunter2"}` {
 		t.Error("Record wrote into the record's old tags or values")
 	}
-	if r.Tags[0] != "env:ci" {
-		t.Errorf("tags = %q", r.Tags)
+	if r.Tags()[0] != "env:ci" {
+		t.Errorf("tags = %q", r.Tags())
 	}
 }
 

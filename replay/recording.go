@@ -199,7 +199,7 @@ func (rd *reader) add(r *trace.Record) {
 			return
 		}
 		rd.started = true
-		rec.Name, rec.Tags = r.Name, r.Tags
+		rec.Name, rec.Tags = r.Name, r.Tags()
 		rec.Input = text(rd.value(r, "input", r.Input))
 	case trace.TypeRunEnd:
 		rec.Ended, rec.Status, rec.Err = true, r.Status, r.Error

@@ -96,7 +96,7 @@ func run(id byte, name string) []trace.Record {
 	tid := trace.TraceID{id, 1}
 	root := trace.SpanID{id, 1}
 	return []trace.Record{
-		{V: 1, TraceID: tid, SpanID: root, Seq: 1, Time: t0, Type: trace.TypeRunStart, Name: name, Tags: []string{"env:test"}},
+		{V: 1, TraceID: tid, SpanID: root, Seq: 1, Time: t0, Type: trace.TypeRunStart, Name: name, Run: &trace.RunInfo{Tags: []string{"env:test"}}},
 		{V: 1, TraceID: tid, SpanID: trace.SpanID{id, 2}, ParentID: root, Seq: 2, Time: t0.Add(time.Second), Type: trace.TypeToolEnd, Name: "lookup", Input: trace.Value(`{"q":"time zone"}`), Output: trace.Value(`"UTC"`), Duration: time.Second},
 		{V: 1, TraceID: tid, SpanID: trace.SpanID{id, 3}, ParentID: root, Seq: 3, Time: t0.Add(2 * time.Second), Type: trace.TypeModelCall, Name: "gpt-4o", Usage: trace.Usage{InputTokens: 10, OutputTokens: 5}},
 		{V: 1, TraceID: tid, SpanID: root, Seq: 4, Time: t0.Add(3 * time.Second), Type: trace.TypeRunEnd, Name: name, Status: "success", Duration: 3 * time.Second},
@@ -605,7 +605,7 @@ func TestEvaluations(t *testing.T) {
 	tid := trace.TraceID{0xe7, 1}
 	root := trace.SpanID{0xe7, 1}
 	evalRecs := []trace.Record{
-		{V: 1, TraceID: tid, SpanID: root, Seq: 1, Time: t0, Type: trace.TypeRunStart, Name: "loupe eval", Tags: []string{"loupe:eval", "eval-of:" + graded[0].TraceID.String()}},
+		{V: 1, TraceID: tid, SpanID: root, Seq: 1, Time: t0, Type: trace.TypeRunStart, Name: "loupe eval", Run: &trace.RunInfo{Tags: []string{"loupe:eval", "eval-of:" + graded[0].TraceID.String()}}},
 		{V: 1, TraceID: tid, SpanID: trace.SpanID{0xe7, 2}, ParentID: root, Seq: 2, Time: t0, Type: trace.TypeCustom, Name: "eval.result",
 			Output: trace.Value(`{"timestamp":"2026-11-23T08:00:00Z","test_id":"case-1","score":1,"verdict":"pass","threshold":0.8,"mode":"loupe","trace_id":"` + graded[0].TraceID.String() + `"}`)},
 		{V: 1, TraceID: tid, SpanID: root, Seq: 3, Time: t0.Add(time.Second), Type: trace.TypeRunEnd, Name: "loupe eval", Status: "success", Duration: time.Second},

@@ -11,7 +11,7 @@ import (
 )
 
 // Conversation sessions: the runs that share a session id
-// (trace.Record.Session), listed with their totals and read as a
+// (trace.RunInfo.Session), listed with their totals and read as a
 // conversation. (Not the sign-in sessions of session.go.) The store's
 // query layer answers (store.ListSessions, store.SessionTurns); these
 // handlers read parameters and write answers.

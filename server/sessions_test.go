@@ -26,7 +26,7 @@ func conversation(conv string, n int, from time.Time) [][]trace.Record {
 		at := from.Add(time.Duration(i) * time.Minute)
 		runs = append(runs, []trace.Record{
 			{V: 1, TraceID: tid, SpanID: root, Seq: 1, Time: at, Type: trace.TypeRunStart, Name: "concierge",
-				Input: trace.Text("question " + strconv.Itoa(i)), Session: conv, User: "ada"},
+				Input: trace.Text("question " + strconv.Itoa(i)), Run: &trace.RunInfo{Session: conv, User: "ada"}},
 			{V: 1, TraceID: tid, SpanID: trace.SpanID{9}, ParentID: root, Seq: 2, Time: at.Add(time.Second), Type: trace.TypeToolEnd,
 				Name: "lookup", Input: trace.Text("q"), Output: trace.Text("found"), Duration: time.Second},
 			{V: 1, TraceID: tid, SpanID: root, Seq: 3, Time: at.Add(2 * time.Second), Type: trace.TypeRunEnd, Name: "concierge",

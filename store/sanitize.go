@@ -51,9 +51,9 @@ const (
 // after it. Sanitize never fails; a record that needs nothing is left as
 // it is, without allocating.
 //
-// Sanitize writes only r's own fields: a Value or Tags slice it changes
-// is replaced by a new one, never written into, since records share them
-// (a recorded Value is immutable).
+// Sanitize writes only r's own fields: a Value, or a Run, it changes is
+// replaced by a new one, never written into, since records share them (a
+// recorded Value is immutable).
 //
 // It belongs to this package rather than to trace because the bounds are
 // what a store accepts from outside the process: the recorder keeps what
@@ -64,8 +64,12 @@ func Sanitize(r *trace.Record) {
 	r.Status = sanitizeString(r.Status, MaxNameBytes)
 	r.Error = sanitizeString(r.Error, MaxErrorBytes)
 	r.Usage.Provider = sanitizeString(r.Usage.Provider, MaxNameBytes)
-	r.Tags = sanitizeTags(r.Tags)
-	r.Session, r.User = trace.BoundID(r.Session), trace.BoundID(r.User)
+	if ri := r.Run; ri != nil {
+		tags, session, user := sanitizeTags(ri.Tags), trace.BoundID(ri.Session), trace.BoundID(ri.User)
+		if len(tags) > 0 && &tags[0] != &ri.Tags[0] || session != ri.Session || user != ri.User {
+			r.Run = &trace.RunInfo{Tags: tags, Session: session, User: user}
+		}
+	}
 	r.Input = sanitizeValue(r.Input)
 	r.Output = sanitizeValue(r.Output)
 	r.Thinking = sanitizeValue(r.Thinking)

@@ -21,11 +21,11 @@ func TestSanitize(t *testing.T) {
 		want trace.Record
 	}{
 		{"clean record unchanged",
-			trace.Record{Name: "search", Status: "ok", Error: "boom", Tags: []string{"env:ci"}, Input: trace.Value(`{"q":"x"}`), Usage: trace.Usage{Provider: "openai"}},
-			trace.Record{Name: "search", Status: "ok", Error: "boom", Tags: []string{"env:ci"}, Input: trace.Value(`{"q":"x"}`), Usage: trace.Usage{Provider: "openai"}}},
+			trace.Record{Name: "search", Status: "ok", Error: "boom", Run: &trace.RunInfo{Tags: []string{"env:ci"}}, Input: trace.Value(`{"q":"x"}`), Usage: trace.Usage{Provider: "openai"}},
+			trace.Record{Name: "search", Status: "ok", Error: "boom", Run: &trace.RunInfo{Tags: []string{"env:ci"}}, Input: trace.Value(`{"q":"x"}`), Usage: trace.Usage{Provider: "openai"}}},
 		{"invalid UTF-8 and NUL in strings",
-			trace.Record{Name: "a\xffb", Status: "\xc3", Error: "x\x00y", Tags: []string{"ok", "k:\xe2\x82"}, Usage: trace.Usage{Provider: "p\xff"}},
-			trace.Record{Name: "a\uFFFDb", Status: "\uFFFD", Error: "x\uFFFDy", Tags: []string{"ok", "k:\uFFFD"}, Usage: trace.Usage{Provider: "p\uFFFD"}}},
+			trace.Record{Name: "a\xffb", Status: "\xc3", Error: "x\x00y", Run: &trace.RunInfo{Tags: []string{"ok", "k:\xe2\x82"}}, Usage: trace.Usage{Provider: "p\xff"}},
+			trace.Record{Name: "a\uFFFDb", Status: "\uFFFD", Error: "x\uFFFDy", Run: &trace.RunInfo{Tags: []string{"ok", "k:\uFFFD"}}, Usage: trace.Usage{Provider: "p\uFFFD"}}},
 		{"long name cut at a character with a marker",
 			trace.Record{Name: long},
 			trace.Record{Name: strings.Repeat("é", (MaxNameBytes-len("…[truncated by loupe: 1200 bytes]"))/2) + "…[truncated by loupe: 1200 bytes]"}},
@@ -36,8 +36,8 @@ func TestSanitize(t *testing.T) {
 			trace.Record{Error: strings.Repeat("x", MaxErrorBytes)},
 			trace.Record{Error: strings.Repeat("x", MaxErrorBytes)}},
 		{"too many tags",
-			trace.Record{Tags: tags},
-			trace.Record{Tags: append(tags[:MaxTags-1:MaxTags-1], "…[truncated by loupe: 70 tags]")}},
+			trace.Record{Run: &trace.RunInfo{Tags: tags}},
+			trace.Record{Run: &trace.RunInfo{Tags: append(tags[:MaxTags-1:MaxTags-1], "…[truncated by loupe: 70 tags]")}}},
 		{"invalid UTF-8 inside a JSON string",
 			trace.Record{Input: trace.Value("{\"q\":\"a\xffb\"}"), Output: trace.Value("\"\xc3\"")},
 			trace.Record{Input: trace.Value("{\"q\":\"a\uFFFDb\"}"), Output: trace.Value("\"\uFFFD\"")}},
@@ -63,7 +63,7 @@ func TestSanitizeShares(t *testing.T) {
 	tags := []string{"ok", "bad\xff"}
 	in := trace.Value("\"\xff\"")
 	out := trace.Value(`"fine"`)
-	r := trace.Record{Tags: tags, Input: in, Output: out}
+	r := trace.Record{Run: &trace.RunInfo{Tags: tags}, Input: in, Output: out}
 	Sanitize(&r)
 	if tags[1] != "bad\xff" || string(in) != "\"\xff\"" {
 		t.Errorf("Sanitize wrote into the record's slices: tags %q input %q", tags, in)
@@ -72,13 +72,21 @@ func TestSanitizeShares(t *testing.T) {
 		t.Error("Sanitize copied a value that needed nothing")
 	}
 	clean := []string{"a", "b"}
-	r = trace.Record{Tags: clean}
+	run := &trace.RunInfo{Tags: clean, Session: "conv-1", User: "ada"}
+	r = trace.Record{Run: run}
 	Sanitize(&r)
-	if &r.Tags[0] != &clean[0] {
-		t.Error("Sanitize copied tags that needed nothing")
+	if r.Run != run || &r.Tags()[0] != &clean[0] {
+		t.Error("Sanitize copied a Run or tags that needed nothing")
 	}
+	shared := &trace.RunInfo{Tags: clean, Session: "conv\x00"}
+	r = trace.Record{Run: shared}
+	Sanitize(&r)
+	if shared.Session != "conv\x00" || r.Session() != "conv\uFFFD" || &r.Tags()[0] != &clean[0] {
+		t.Errorf("Sanitize of a session: the record's Run session %q, the shared one %q", r.Session(), shared.Session)
+	}
+	run = &trace.RunInfo{Tags: clean, Session: "conv-1"}
 	if n := testing.AllocsPerRun(100, func() {
-		r := trace.Record{Name: "n", Error: "e", Tags: clean, Input: out}
+		r := trace.Record{Name: "n", Error: "e", Run: run, Input: out}
 		Sanitize(&r)
 	}); n != 0 {
 		t.Errorf("Sanitize of a clean record allocates %v times", n)
@@ -97,10 +105,10 @@ func checkSanitized(t *testing.T, r *trace.Record) {
 			t.Errorf("%s %q: invalid UTF-8, NUL, or longer than %d", f.name, f.s, f.max)
 		}
 	}
-	if len(r.Tags) > MaxTags {
-		t.Errorf("%d tags, more than %d", len(r.Tags), MaxTags)
+	if len(r.Tags()) > MaxTags {
+		t.Errorf("%d tags, more than %d", len(r.Tags()), MaxTags)
 	}
-	for _, tag := range r.Tags {
+	for _, tag := range r.Tags() {
 		if !utf8.ValidString(tag) || len(tag) > MaxNameBytes || strings.IndexByte(tag, 0) >= 0 {
 			t.Errorf("tag %q: invalid UTF-8, NUL, or too long", tag)
 		}
@@ -132,7 +140,7 @@ func FuzzSanitize(f *testing.F) {
 		for i := range tags {
 			tags[i] = tag + strings.Repeat("\xe2\x82", i%3)
 		}
-		r := trace.Record{Name: name, Status: status, Error: errText, Tags: tags, Usage: trace.Usage{Provider: provider},
+		r := trace.Record{Name: name, Status: status, Error: errText, Run: &trace.RunInfo{Tags: tags}, Usage: trace.Usage{Provider: provider},
 			Input: input, Output: output, Thinking: append(trace.Value(nil), output...)}
 		Sanitize(&r)
 		checkSanitized(t, &r)

@@ -56,7 +56,7 @@ func TestSanitizeBoundsSessions(t *testing.T) {
 		t.Fatalf("store.MaxSessionBytes %d differs from trace.MaxSessionBytes %d", store.MaxSessionBytes, trace.MaxSessionBytes)
 	}
 	r := trace.Record{V: 1, TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Seq: 1, Time: time.Unix(1, 0), Type: trace.TypeRunStart, Name: "x",
-		Session: string(make([]byte, 300)), User: "ad\xffa"}
+		Run: &trace.RunInfo{Session: string(make([]byte, 300)), User: "ad\xffa"}}
 	if err := store.ValidateRecord(0, &r); err == nil {
 		t.Fatal("ValidateRecord accepts a 300-byte session of NUL bytes")
 	}
@@ -64,8 +64,8 @@ func TestSanitizeBoundsSessions(t *testing.T) {
 	if err := store.ValidateRecord(0, &r); err != nil {
 		t.Fatalf("after Sanitize: %v", err)
 	}
-	if r.User != "ad\uFFFDa" || len(r.Session) > store.MaxSessionBytes {
-		t.Errorf("Sanitize left user %q and a session of %d bytes", r.User, len(r.Session))
+	if r.User() != "ad\uFFFDa" || len(r.Session()) > store.MaxSessionBytes {
+		t.Errorf("Sanitize left user %q and a session of %d bytes", r.User(), len(r.Session()))
 	}
 }
 
@@ -82,27 +82,27 @@ func FuzzSessionIDs(f *testing.F) {
 		}
 		session += strings.Repeat("é", pad/2)
 		r := trace.Record{V: 1, TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Seq: 1, Time: time.Unix(1, 0).UTC(), Type: trace.TypeRunStart,
-			Name: "x", Session: session, User: user}
+			Name: "x", Run: &trace.RunInfo{Session: session, User: user}}
 		store.Sanitize(&r)
 		if err := store.ValidateRecord(0, &r); err != nil {
 			t.Fatalf("after Sanitize: %v", err)
 		}
-		if trace.BoundID(r.Session) != r.Session || trace.BoundID(r.User) != r.User {
-			t.Fatalf("BoundID is not idempotent on %q %q", r.Session, r.User)
+		if trace.BoundID(r.Session()) != r.Session() || trace.BoundID(r.User()) != r.User() {
+			t.Fatalf("BoundID is not idempotent on %q %q", r.Session(), r.User())
 		}
 		back, err := trace.DecodeRecord(r.AppendJSON(nil))
-		if err != nil || back.Session != r.Session || back.User != r.User {
-			t.Fatalf("round trip of %q %q: %q %q, %v", r.Session, r.User, back.Session, back.User, err)
+		if err != nil || back.Session() != r.Session() || back.User() != r.User() {
+			t.Fatalf("round trip of %q %q: %q %q, %v", r.Session(), r.User(), back.Session(), back.User(), err)
 		}
-		if r.Session == "" {
+		if r.Session() == "" {
 			return
 		}
-		q := store.Query{Filter: store.Filter{Session: r.Session, User: r.User}}
+		q := store.Query{Filter: store.Filter{Session: r.Session(), User: r.User()}}
 		if len(q.String()) > store.MaxQueryBytes {
 			return
 		}
 		parsed, err := store.ParseQuery(q.String())
-		if err != nil || parsed.Session != r.Session || parsed.User != r.User {
+		if err != nil || parsed.Session != r.Session() || parsed.User != r.User() {
 			t.Fatalf("query %q: session %q user %q, %v", q.String(), parsed.Session, parsed.User, err)
 		}
 	})

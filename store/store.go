@@ -226,7 +226,7 @@ func checkRecord(r *trace.Record) (field string, err error) {
 	case r.Start().Year() < 1678:
 		return "duration_ns", fmt.Errorf("duration_ns %d puts the start (time minus duration) before the year 1678, which nanosecond timestamps cannot hold", int64(r.Duration))
 	}
-	for _, f := range [...]struct{ name, v string }{{"session", r.Session}, {"user", r.User}} {
+	for _, f := range [...]struct{ name, v string }{{"session", r.Session()}, {"user", r.User()}} {
 		if len(f.v) > MaxSessionBytes || !isText(f.v) {
 			return f.name, fmt.Errorf("%s is %d bytes or not valid UTF-8 without NUL bytes; it must be an id of at most %d bytes (trace.BoundID makes one)", f.name, len(f.v), MaxSessionBytes)
 		}
@@ -335,7 +335,7 @@ type Summary struct {
 	UnpricedCalls int           `json:"unpriced_calls"`    // model calls of unknown cost (no price), not in CostUSD; see CostKnown
 	Errors        int           `json:"errors"`            // as counted by trace.Stats
 	Tags          []string      `json:"tags,omitempty"`    // the root run's tags, sorted
-	Session       string        `json:"session,omitempty"` // the session: that of the first stored record carrying one (trace.Record.Session)
+	Session       string        `json:"session,omitempty"` // the session: that of the first stored record carrying one (trace.RunInfo.Session)
 	User          string        `json:"user,omitempty"`    // the user: that of the first stored record carrying one
 	Models        []string      `json:"models,omitempty"`  // models called, sorted
 	Tools         []string      `json:"tools,omitempty"`   // tools called, sorted

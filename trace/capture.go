@@ -55,10 +55,10 @@ const (
 	FieldName      Field = "name"     // Record.Name: a tool, model, key, role or rule name
 	FieldStatus    Field = "status"   // Record.Status: a reason, action, scope or finish reason
 	FieldErrorText Field = "error"    // Record.Error: an error or guardrail message
-	FieldTag       Field = "tag"      // one of Record.Tags
+	FieldTag       Field = "tag"      // one of Record.Run.Tags
 	FieldProvider  Field = "provider" // Record.Usage.Provider
-	FieldSession   Field = "session"  // Record.Session: a conversation id
-	FieldUser      Field = "user"     // Record.User: a user id
+	FieldSession   Field = "session"  // Record.Run.Session: a conversation id
+	FieldUser      Field = "user"     // Record.Run.User: a user id
 )
 
 // IsValue reports whether f names a Value field (JSON) rather than a
@@ -109,8 +109,8 @@ func omitted(v Value) Value {
 }
 
 // capture applies the capture policy and the redaction hooks to r, and
-// copies values too big for the run's arena and r.Tags (so that the caller
-// may reuse them). It runs outside the run's lock, since the hooks are the
+// copies values too big for the run's arena (so that the caller may reuse
+// them; r.Run is already r's own, see record). It runs outside the run's lock, since the hooks are the
 // caller's code. It reports, per value (input, output, thinking), whether
 // the value is a buffer of its own making that nothing else references (a
 // marker or a copy); keep copies the others.
@@ -120,9 +120,6 @@ func omitted(v Value) Value {
 // the value hook sees the record with its strings already scrubbed.
 func (ec *ExecutionContext) capture(r *Record) (fresh [3]bool) {
 	o := &ec.t.opts
-	if len(r.Tags) > 0 {
-		r.Tags = append([]string(nil), r.Tags...)
-	}
 	hasValues := len(r.Input) > 0 || len(r.Output) > 0 || len(r.Thinking) > 0
 	switch o.Capture {
 	case CaptureNone:
@@ -168,13 +165,14 @@ func applyHooks(o *Options, r *Record, values bool) {
 		view.Status = redactString(f, view, FieldStatus, view.Status)
 		view.Error = redactString(f, view, FieldErrorText, view.Error)
 		view.Usage.Provider = redactString(f, view, FieldProvider, view.Usage.Provider)
-		view.Session = redactString(f, view, FieldSession, view.Session)
-		view.User = redactString(f, view, FieldUser, view.User)
-		for i, t := range view.Tags { // the copy capture made, shared with r
-			view.Tags[i] = f(view, FieldTag, t)
+		if ri := view.Run; ri != nil { // r's own (see record), shared with view
+			ri.Session = redactString(f, view, FieldSession, ri.Session)
+			ri.User = redactString(f, view, FieldUser, ri.User)
+			for i, t := range ri.Tags {
+				ri.Tags[i] = f(view, FieldTag, t)
+			}
 		}
 		r.Name, r.Status, r.Error, r.Usage.Provider = view.Name, view.Status, view.Error, view.Usage.Provider
-		r.Session, r.User = view.Session, view.User
 	}
 	if f := o.Redact; f != nil && values {
 		r.Input = redact(f, view, FieldInput, r.Input)

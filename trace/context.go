@@ -139,8 +139,8 @@ type RunOptions struct {
 	Parent  SpanID   // the remote span this run is a child of
 	Data    any      // the loop's own state, returned by ExecutionContext.Data
 
-	// Session and User, if set, are recorded on run.start (Record.Session,
-	// Record.User): the conversation, or task across runs, the run belongs
+	// Session and User, if set, are recorded on run.start (Record.Run,
+	// with Tags): the conversation, or task across runs, the run belongs
 	// to, and whose it is. Stores group runs by them. Each is kept as at
 	// most MaxSessionBytes of valid UTF-8 without NUL bytes (longer ones
 	// are cut at a character boundary, invalid bytes become U+FFFD),
@@ -190,17 +190,20 @@ func (t *Tracer) Start(ctx context.Context, name string, o RunOptions) (context.
 	if n := min(t.lastRun.Load(), t.prevRun.Load()); n > 0 && !o.StreamOnly {
 		ec.records.head = make([]Record, 0, min(n, maxPresize))
 	}
-	ec.Record(Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Tags: slices.Clone(o.Tags),
-		Session: BoundID(o.Session), User: BoundID(o.User), Time: ec.start})
+	var run *RunInfo // the record's own: one allocation, and one for the tags' copy
+	if len(o.Tags) > 0 || o.Session != "" || o.User != "" {
+		run = &RunInfo{Tags: slices.Clone(o.Tags), Session: BoundID(o.Session), User: BoundID(o.User)}
+	}
+	ec.record(ec.ctx, Record{Type: TypeRunStart, SpanID: ec.span, ParentID: o.Parent, Name: name, Input: o.Input, Run: run, Time: ec.start})
 	return NewContext(ctx, ec), ec
 }
 
-// MaxSessionBytes bounds a record's Session and User: they are ids, and
-// stores index them.
+// MaxSessionBytes bounds a record's session and user (RunInfo.Session,
+// RunInfo.User): they are ids, and stores index them.
 const MaxSessionBytes = 256
 
-// BoundID returns s as an id a store accepts in Record.Session or
-// Record.User: invalid UTF-8 and NUL bytes become U+FFFD, and the result
+// BoundID returns s as an id a store accepts in RunInfo.Session or
+// RunInfo.User: invalid UTF-8 and NUL bytes become U+FFFD, and the result
 // is cut at a character boundary to at most MaxSessionBytes. An id that
 // needs nothing is returned as it is.
 func BoundID(s string) string {
@@ -336,18 +339,23 @@ func (ec *ExecutionContext) Tracer() *Tracer {
 // Depth and Seq are always set by the run; Time, Iteration, SpanID (a new
 // span) and ParentID (the current iteration's span, or the run's) are
 // filled in when left zero.
-// Values and Tags are copied and pass through the capture policy and the
-// redaction hooks first, so the caller may reuse them. Stats, its own and its ancestors', are
-// updated before Record returns.
+// Values and Run (with its tags) are copied and pass through the capture
+// policy and the redaction hooks first, so the caller may reuse them.
+// Stats, its own and its ancestors', are updated before Record returns.
 func (ec *ExecutionContext) Record(r Record) {
 	if ec != nil {
+		if r.Run != nil {
+			r.EditRun() // the caller's: a copy, tags included
+		}
 		ec.record(ec.ctx, r)
 	}
 }
 
 // record records r; a Block wait for room gives up when ctx is done: the
 // context of the run whose code makes r (a child's for its child.spawn
-// and child.end records, which go in the parent's log).
+// and child.end records, which go in the parent's log). r.Run, if any,
+// is the record's own (the redaction hooks write into it): Record copies
+// the caller's, Start makes one.
 func (ec *ExecutionContext) record(ctx context.Context, r Record) {
 	t := ec.t
 	r.V = Version

@@ -204,7 +204,7 @@ func NewDispatcher(opts DispatchOptions, sinks ...Sink) *Dispatcher {
 	return d
 }
 
-// Emit hands a copy of r to the sinks: its values and tags are copied,
+// Emit hands a copy of r to the sinks: its values and Run are copied,
 // so the caller may reuse their buffers once Emit returns.
 // Unlike ExecutionContext.Record, Emit sets nothing: r goes out as it is.
 // In the background mode it never waits for a sink unless the policy is
@@ -215,7 +215,8 @@ func (d *Dispatcher) Emit(r Record) {
 	d.emit(r)
 }
 
-// copyValues gives r copies of its values (in one allocation) and tags.
+// copyValues gives r copies of its values (in one allocation) and of its
+// Run, tags included.
 func copyValues(r *Record) {
 	if n := len(r.Input) + len(r.Output) + len(r.Thinking); n > 0 {
 		buf := make([]byte, 0, n)
@@ -228,8 +229,8 @@ func copyValues(r *Record) {
 			*v = Value(buf[start:len(buf):len(buf)])
 		}
 	}
-	if len(r.Tags) > 0 {
-		r.Tags = slices.Clone(r.Tags)
+	if r.Run != nil {
+		r.EditRun()
 	}
 }
 

@@ -899,17 +899,20 @@ func TestEmitCopiesValues(t *testing.T) {
 		in, out, th := []byte(`{"q":"first"}`), []byte(`"answer"`), []byte(`"why"`)
 		tags := []string{"env:a"}
 		r := rec(1)
-		r.Input, r.Output, r.Thinking, r.Tags = in, out, th, tags
+		r.Input, r.Output, r.Thinking = in, out, th
+		run := &trace.RunInfo{Tags: tags, Session: "s"}
+		r.Run = run
 		d.Emit(r)
 		copy(in, `{"q":"XXXXX"}`)
 		copy(out, `"XXXXXX"`)
 		copy(th, `"XXX"`)
 		tags[0] = "env:b"
+		run.Session = "changed"
 		if err := d.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		got := c.recs[0]
-		if string(got.Input) != `{"q":"first"}` || string(got.Output) != `"answer"` || string(got.Thinking) != `"why"` || got.Tags[0] != "env:a" {
+		if string(got.Input) != `{"q":"first"}` || string(got.Output) != `"answer"` || string(got.Thinking) != `"why"` || got.Tags()[0] != "env:a" || got.Session() != "s" {
 			t.Fatalf("inline %v: the sink got %s: the caller's buffers were kept", inline, got.AppendJSON(nil))
 		}
 	}

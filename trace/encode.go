@@ -96,23 +96,25 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		}
 		b = append(b, '}')
 	}
-	if len(r.Tags) > 0 {
-		b = append(b, `,"tags":[`...)
-		for i, t := range r.Tags {
-			if i > 0 {
-				b = append(b, ',')
+	if ri := r.Run; ri != nil {
+		if len(ri.Tags) > 0 {
+			b = append(b, `,"tags":[`...)
+			for i, t := range ri.Tags {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, t)
 			}
-			b = appendJSONString(b, t)
+			b = append(b, ']')
 		}
-		b = append(b, ']')
-	}
-	if r.Session != "" {
-		b = append(b, `,"session":`...)
-		b = appendJSONString(b, r.Session)
-	}
-	if r.User != "" {
-		b = append(b, `,"user":`...)
-		b = appendJSONString(b, r.User)
+		if ri.Session != "" {
+			b = append(b, `,"session":`...)
+			b = appendJSONString(b, ri.Session)
+		}
+		if ri.User != "" {
+			b = append(b, `,"user":`...)
+			b = appendJSONString(b, ri.User)
+		}
 	}
 	return append(b, '}')
 }
@@ -211,7 +213,8 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // wireRecord mirrors Record with plain strings for the fields whose errors
-// DecodeRecord reports itself, so that each error names its field.
+// DecodeRecord reports itself, so that each error names its field, and
+// with Record.Run's fields at the top level, where the encoding has them.
 type wireRecord struct {
 	V         *int            `json:"v"`
 	TraceID   string          `json:"trace_id"`
@@ -305,8 +308,10 @@ func DecodeRecord(data []byte) (Record, error) {
 		return Record{}, &FieldError{"usage.cost_unknown", fmt.Errorf("is true but cost_usd is %v; a call's cost is either known (cost_usd) or unknown (cost_unknown), drop one", w.Usage.CostUSD)}
 	}
 	r.Name, r.Iteration, r.Depth, r.Duration = w.Name, w.Iteration, w.Depth, time.Duration(w.Duration)
-	r.Status, r.Error, r.Usage, r.Tags = w.Status, w.Error, w.Usage, w.Tags
-	r.Session, r.User = w.Session, w.User
+	r.Status, r.Error, r.Usage = w.Status, w.Error, w.Usage
+	if len(w.Tags) > 0 || w.Session != "" || w.User != "" {
+		r.Run = &RunInfo{Tags: w.Tags, Session: w.Session, User: w.User}
+	}
 	r.Input, r.Output, r.Thinking = rawValue(w.Input), rawValue(w.Output), rawValue(w.Thinking)
 	return r, nil
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -16,7 +17,7 @@ type Type string
 // The record types. Start/end pairs share a span id; point events get a span
 // of their own whose parent is the span they happened in.
 const (
-	TypeRunStart       Type = "run.start"       // a root run began: Name, Input, Tags, Session, User
+	TypeRunStart       Type = "run.start"       // a root run began: Name, Input, Run (tags, session, user)
 	TypeRunEnd         Type = "run.end"         // it ended: Status (TerminationReason), Output, Error, Duration
 	TypeIterationStart Type = "iteration.start" // loop iteration Iteration began
 	TypeIterationEnd   Type = "iteration.end"   // it ended: Status (loop action), Duration
@@ -123,7 +124,7 @@ type Usage struct {
 // constants); unused fields stay zero and are not encoded.
 //
 // A Record handed to a Sink or returned by an ExecutionContext must be
-// treated as read-only: its Values are shared, not copied.
+// treated as read-only: its Values and its Run are shared, not copied.
 type Record struct {
 	V         int           `json:"v"`                     // encoding version, Version when written by this package
 	TraceID   TraceID       `json:"trace_id"`              // the trace (run) this record belongs to
@@ -142,15 +143,80 @@ type Record struct {
 	Output    Value         `json:"output,omitempty"`      // JSON: what came out
 	Thinking  Value         `json:"thinking,omitempty"`    // JSON: a model's reasoning text, when it shows it
 	Usage     Usage         `json:"usage,omitzero"`        // model.call: tokens and cost
-	Tags      []string      `json:"tags,omitempty"`        // run.start: labels to search by
-	// Session and User say which conversation (or task across runs) the
-	// trace belongs to and whose it is: set on run.start by the recorder
-	// (RunOptions.Session, RunOptions.User). Records imported from other
-	// formats may carry them on any record (an OpenTelemetry child span's
+	// Run is what a run.start record says about the whole run: its tags,
+	// session and user; nil on every other record the recorder makes, and
+	// on a run.start that has none of them. Records imported from other
+	// formats may carry one on any record (an OpenTelemetry child span's
 	// session.id): a trace's session and user are those of the first
-	// record that carries one.
-	Session string `json:"session,omitempty"`
-	User    string `json:"user,omitempty"`
+	// record that carries one. On the wire its fields are the record's
+	// own "tags", "session" and "user".
+	//
+	// It is a pointer so that the other records do not pay for three
+	// fields only run.start uses (see TestRecordSize). Copies of a record
+	// share it: read it through Tags, Session and User, and change it
+	// only through EditRun.
+	Run *RunInfo `json:"-"`
+}
+
+// RunInfo is what a run.start record says about the run as a whole
+// (Record.Run). In a record it is shared by the record's copies, so it is
+// read-only there: to change it, call Record.EditRun.
+type RunInfo struct {
+	Tags []string // labels to search by, e.g. "env:ci"
+	// Session and User say which conversation (or task across runs) the
+	// trace belongs to and whose it is (RunOptions.Session,
+	// RunOptions.User).
+	Session string
+	User    string
+}
+
+// String formats ri's fields, so that fmt prints a Record's Run by its
+// content rather than as an address (and two records with equal runs
+// print alike). A nil RunInfo is "<nil>".
+func (ri *RunInfo) String() string {
+	if ri == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("{Tags:%q Session:%q User:%q}", ri.Tags, ri.Session, ri.User)
+}
+
+// Tags returns r's run tags (Record.Run), nil if it has none. The slice
+// is shared with r's copies: do not change it.
+func (r *Record) Tags() []string {
+	if r.Run == nil {
+		return nil
+	}
+	return r.Run.Tags
+}
+
+// Session returns r's session id (Record.Run), "" if it has none.
+func (r *Record) Session() string {
+	if r.Run == nil {
+		return ""
+	}
+	return r.Run.Session
+}
+
+// User returns r's user id (Record.Run), "" if it has none.
+func (r *Record) User() string {
+	if r.Run == nil {
+		return ""
+	}
+	return r.Run.User
+}
+
+// EditRun gives r a RunInfo of its own, a copy of the one it had (its
+// tags copied too) or a new zero one, and returns it for the caller to
+// change: other copies of the record are not affected. It allocates; a
+// caller that may change nothing should compare first.
+func (r *Record) EditRun() *RunInfo {
+	ri := new(RunInfo)
+	if r.Run != nil {
+		*ri = *r.Run
+		ri.Tags = slices.Clone(ri.Tags)
+	}
+	r.Run = ri
+	return ri
 }
 
 // Start returns when the operation a record describes began: Time minus

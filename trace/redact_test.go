@@ -88,8 +88,11 @@ func TestEntryPointsCopyValues(t *testing.T) {
 			c.End(b, nil)
 		}, func(ec *trace.ExecutionContext) string { return string(last(ec, trace.TypeChildEnd).Output) }},
 		{"Record tags", func(_ context.Context, ec *trace.ExecutionContext, _ trace.Value, tags []string) {
-			ec.Record(trace.Record{Type: trace.TypeCustom, Name: "c", Tags: tags})
-		}, func(ec *trace.ExecutionContext) string { return strings.Join(last(ec, trace.TypeCustom).Tags, ",") }},
+			ec.Record(trace.Record{Type: trace.TypeCustom, Name: "c", Run: &trace.RunInfo{Tags: tags}})
+		}, func(ec *trace.ExecutionContext) string {
+			r := last(ec, trace.TypeCustom)
+			return strings.Join(r.Tags(), ",")
+		}},
 	}
 	for _, size := range []int{8, 5000} {
 		for _, tt := range tests {
@@ -239,7 +242,7 @@ func TestRedactDropsAndKeeps(t *testing.T) {
 	_, ec := tr.Start(context.Background(), "r", trace.RunOptions{Input: trace.Text("x"), Tags: tags})
 	ec.ToolCall("t", trace.Text("in"), nil, 0, errors.New("boom"))
 	recs := ec.Records()
-	if got := recs[0].Tags; !slices.Equal(got, []string{"A", "B"}) || tags[0] != "a" {
+	if got := recs[0].Tags(); !slices.Equal(got, []string{"A", "B"}) || tags[0] != "a" {
 		t.Errorf("tags recorded %q, caller's now %q", got, tags)
 	}
 	if recs[0].Input != nil || recs[1].Input != nil {

@@ -18,12 +18,12 @@ func TestSessionAndUserOnRunStart(t *testing.T) {
 	_, ec := tr.Start(context.Background(), "chat", trace.RunOptions{Session: "conv-1", User: "ada"})
 	ec.End(nil, nil)
 	recs := ec.Records()
-	if recs[0].Type != trace.TypeRunStart || recs[0].Session != "conv-1" || recs[0].User != "ada" {
+	if recs[0].Type != trace.TypeRunStart || recs[0].Session() != "conv-1" || recs[0].User() != "ada" {
 		t.Fatalf("run.start = %+v, want session conv-1 and user ada", recs[0])
 	}
 	for _, r := range recs[1:] {
-		if r.Session != "" || r.User != "" {
-			t.Errorf("%s carries session %q user %q; only run.start does", r.Type, r.Session, r.User)
+		if r.Run != nil {
+			t.Errorf("%s carries session %q user %q; only run.start does", r.Type, r.Session(), r.User())
 		}
 	}
 }
@@ -50,7 +50,7 @@ func TestSessionEncoding(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := trace.Record{V: 1, TraceID: id, SpanID: trace.SpanID{1}, Seq: 1, Type: trace.TypeRunStart, Name: "run",
-				Tags: []string{"a"}, Session: tt.session, User: tt.user}
+				Run: &trace.RunInfo{Tags: []string{"a"}, Session: tt.session, User: tt.user}}
 			r.Time = r.Time.AddDate(2025, 0, 0)
 			line := r.AppendJSON(nil)
 			if !bytes.HasSuffix(line, []byte(tt.want)) {
@@ -64,8 +64,8 @@ func TestSessionEncoding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Session != tt.session || got.User != tt.user {
-				t.Errorf("decoded session %q user %q, want %q %q", got.Session, got.User, tt.session, tt.user)
+			if got.Session() != tt.session || got.User() != tt.user {
+				t.Errorf("decoded session %q user %q, want %q %q", got.Session(), got.User(), tt.session, tt.user)
 			}
 			var v any
 			if err := json.Unmarshal(line, &v); err != nil {
@@ -95,7 +95,7 @@ func TestBoundID(t *testing.T) {
 	tr := trace.New(trace.Options{})
 	_, ec := tr.Start(context.Background(), "chat", trace.RunOptions{Session: long + "tail", User: "u\x00"})
 	ec.End(nil, nil)
-	if r := ec.Records()[0]; len(r.Session) > trace.MaxSessionBytes || r.User != "u\uFFFD" {
-		t.Errorf("Start kept session of %d bytes and user %q", len(r.Session), r.User)
+	if r := ec.Records()[0]; len(r.Session()) > trace.MaxSessionBytes || r.User() != "u\uFFFD" {
+		t.Errorf("Start kept session of %d bytes and user %q", len(r.Session()), r.User())
 	}
 }

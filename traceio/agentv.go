@@ -132,7 +132,7 @@ func (s *source) agentvEvents(data []byte, tid trace.TraceID, name string, event
 	}
 	run := spanIDOf(tid, "run")
 	if err := s.emit(trace.Record{TraceID: tid, SpanID: run, Time: start, Type: trace.TypeRunStart, Name: name,
-		Tags: append([]string{"source:agentv"}, tags...)}); err != nil {
+		Run: &trace.RunInfo{Tags: append([]string{"source:agentv"}, tags...)}}); err != nil {
 		return err
 	}
 	type call struct {
@@ -353,7 +353,7 @@ func (s *source) agentvRow(b []byte) error {
 	}
 	run := spanIDOf(tid, "run")
 	if err := s.emit(trace.Record{TraceID: tid, SpanID: run, Time: start, Type: trace.TypeRunStart, Name: name,
-		Tags: append([]string{"source:agentv"}, tags...)}); err != nil {
+		Run: &trace.RunInfo{Tags: append([]string{"source:agentv"}, tags...)}}); err != nil {
 		return err
 	}
 	at := start

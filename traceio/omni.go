@@ -367,9 +367,9 @@ func (o *omniRun) emitRun() error {
 // and thread.
 func (o *omniRun) runStart() trace.Record {
 	rs := trace.Record{TraceID: o.tid, SpanID: o.run, Time: o.start, Type: trace.TypeRunStart, Name: "omni",
-		Tags: []string{"source:omni", "omni.trace:" + o.doc.TraceID}}
+		Run: &trace.RunInfo{Tags: []string{"source:omni", "omni.trace:" + o.doc.TraceID}}}
 	if o.doc.ThreadID != "" {
-		rs.Tags = append(rs.Tags, "thread:"+o.doc.ThreadID)
+		rs.Run.Tags = append(rs.Run.Tags, "thread:"+o.doc.ThreadID)
 	}
 	if o.root >= 0 {
 		rs.Name, rs.Input = o.steps[o.root].Name, jsonValue(o.steps[o.root].InputData)

@@ -231,7 +231,7 @@ func (s *source) otelRun(o *otelRead) error {
 		}
 	}
 	if err := s.emit(trace.Record{TraceID: o.tid, SpanID: o.sid, Time: o.start, Type: trace.TypeRunStart, Name: name,
-		Input: o.attrs.json(), Tags: tags}); err != nil {
+		Input: o.attrs.json(), Run: &trace.RunInfo{Tags: tags}}); err != nil {
 		return err
 	}
 	callSpan := o.sid

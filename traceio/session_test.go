@@ -44,7 +44,7 @@ func TestSessionRoundTrip(t *testing.T) {
 				start = &r
 			}
 		}
-		if start == nil || start.Session != "conv-1" || start.User != "ada" {
+		if start == nil || start.Session() != "conv-1" || start.User() != "ada" {
 			t.Errorf("%s: run.start %+v, want session conv-1 and user ada", tt.name, start)
 		}
 	}

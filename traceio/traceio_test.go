@@ -112,8 +112,8 @@ func TestRealFiles(t *testing.T) {
 				st.InputTokens != 2498+1357+3701+2611 || st.ByModel["gpt-4o"].Calls != 4 || st.ByTool["WebSearch"].Total != 3900*time.Millisecond {
 				t.Errorf("research-question stats = %+v", st)
 			}
-			if !slices.Contains(first[0].Tags, "suite:multi-agent") || !slices.Contains(first[0].Tags, "target:gpt-4o") {
-				t.Errorf("tags = %v", first[0].Tags)
+			if !slices.Contains(first[0].Tags(), "suite:multi-agent") || !slices.Contains(first[0].Tags(), "target:gpt-4o") {
+				t.Errorf("tags = %v", first[0].Tags())
 			}
 			last := first[len(first)-1]
 			if last.Duration != 15080*time.Millisecond {
@@ -153,8 +153,8 @@ func TestRealFiles(t *testing.T) {
 			if !strings.HasPrefix(recs[6].Thinking.Text(), "First, I need") {
 				t.Errorf("plan thinking = %s", recs[6].Thinking)
 			}
-			if !slices.Contains(recs[0].Tags, "omni.trace:session_failed_run") {
-				t.Errorf("tags = %v", recs[0].Tags)
+			if !slices.Contains(recs[0].Tags(), "omni.trace:session_failed_run") {
+				t.Errorf("tags = %v", recs[0].Tags())
 			}
 		}},
 		{"omni/session_rag_demo.trace.json", FormatOmni, 12, 1, func(t *testing.T, recs []trace.Record) {

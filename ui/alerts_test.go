@@ -68,7 +68,7 @@ func TestAlertsPage(t *testing.T) {
 		b := newBuilder()
 		b.t = now.Add(-time.Duration(5-i) * time.Minute)
 		root := trace.NewSpanID()
-		b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "agent-" + spec.tag, Tags: []string{spec.tag}})
+		b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "agent-" + spec.tag, Run: &trace.RunInfo{Tags: []string{spec.tag}}})
 		end := trace.Record{SpanID: root, Type: trace.TypeRunEnd, Name: "agent-" + spec.tag, Status: spec.status, Duration: time.Millisecond}
 		if spec.status == "error" {
 			end.Error = "upstream failed"

@@ -30,7 +30,7 @@ func hostileTrace(t *testing.T, e *env) (trace.TraceID, trace.SpanID) {
 	b.t = time.Now().Add(-time.Minute)
 	root, tool := trace.NewSpanID(), trace.NewSpanID()
 	out, _ := json.Marshal(map[string]any{"html": attacks, "big": big, "link": "javascript:window.__pwned=5"})
-	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: attacks[0], Tags: []string{attacks[1]}})
+	b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: attacks[0], Run: &trace.RunInfo{Tags: []string{attacks[1]}}})
 	b.rec(trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolStart, Name: attacks[1] + big, Input: trace.Value(out)})
 	b.rec(trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolError, Name: attacks[1], Error: attacks[2], Duration: time.Millisecond})
 	for i, a := range attacks {

@@ -260,7 +260,7 @@ func TestDashboardAndEvaluations(t *testing.T) {
 	ev := newBuilder()
 	ev.t = time.Now().Add(-time.Minute)
 	er := trace.NewSpanID()
-	ev.rec(trace.Record{SpanID: er, Type: trace.TypeRunStart, Name: "eval suite", Tags: []string{evalrun.EvalTag}})
+	ev.rec(trace.Record{SpanID: er, Type: trace.TypeRunStart, Name: "eval suite", Run: &trace.RunInfo{Tags: []string{evalrun.EvalTag}}})
 	rows := []evalrun.Row{
 		{TestID: "adds", Verdict: "pass", Score: 1, Threshold: 0.8, Mode: "strict", TraceID: id.String()},
 		{TestID: "weather", Verdict: "fail", Score: 0.5, Threshold: 0.8, Mode: "strict", TraceID: id.String(),

@@ -22,7 +22,7 @@ func conversationRuns(t *testing.T, e *env, conv string, n int, from time.Time) 
 		b.t = from.Add(time.Duration(i) * time.Minute)
 		root, tool := trace.NewSpanID(), trace.NewSpanID()
 		q := `[{"role":"user","parts":[{"type":"text","content":"question ` + strconv.Itoa(i) + `"}]}]`
-		b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "concierge", Input: trace.Value(q), Session: conv, User: "ada"})
+		b.rec(trace.Record{SpanID: root, Type: trace.TypeRunStart, Name: "concierge", Input: trace.Value(q), Run: &trace.RunInfo{Session: conv, User: "ada"}})
 		b.rec(trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolStart, Name: "lookup", Input: trace.JSON(map[string]int{"step": i})})
 		end := trace.Record{SpanID: tool, ParentID: root, Type: trace.TypeToolEnd, Name: "lookup", Output: trace.Text("found " + strconv.Itoa(i)), Duration: time.Millisecond}
 		if i == n-1 {

@@ -308,8 +308,8 @@ func TestPrices(t *testing.T) {
 				t.Errorf("unpriced cost %+v", c.Usage)
 			}
 		}
-		if start := ofType(recs, trace.TypeRunStart)[0]; fmt.Sprint(start.Tags) != "[env:test]" {
-			t.Errorf("tags %v", start.Tags)
+		if start := ofType(recs, trace.TypeRunStart)[0]; fmt.Sprint(start.Tags()) != "[env:test]" {
+			t.Errorf("tags %v", start.Tags())
 		}
 	}
 }

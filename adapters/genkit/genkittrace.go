@@ -202,7 +202,8 @@ func (p *Processor) OnEnd(s sdktrace.ReadOnlySpan) {
 			r.Depth++ // inside the nested run
 		}
 		if r.Type == trace.TypeRunStart {
-			r.Tags = p.runTags(r.Tags)
+			ri := r.EditRun()
+			ri.Tags = p.runTags(ri.Tags)
 		}
 		if p.o.Redact != nil {
 			p.o.Redact(r)

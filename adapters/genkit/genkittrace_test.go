@@ -279,8 +279,8 @@ func TestFlowWithToolsAndNestedFlow(t *testing.T) {
 	if end.Status != string(trace.TerminationSuccess) || end.Error != "" || end.Duration <= 0 {
 		t.Errorf("run.end status %q error %q duration %v, want success, no error, a duration", end.Status, end.Error, end.Duration)
 	}
-	if !slices.Contains(start.Tags, "source:genkit") || !slices.Contains(start.Tags, "env:test") || slices.Contains(start.Tags, "source:otlp") {
-		t.Errorf("run.start tags %q, want source:genkit and env:test", start.Tags)
+	if !slices.Contains(start.Tags(), "source:genkit") || !slices.Contains(start.Tags(), "env:test") || slices.Contains(start.Tags(), "source:otlp") {
+		t.Errorf("run.start tags %q, want source:genkit and env:test", start.Tags())
 	}
 
 	// The model calls: the first thinks and asks for the tool, the second

@@ -195,7 +195,7 @@ func checkRecords(t testing.TB, recs []trace.Record) {
 				t.Errorf("%s %q: value %q is not JSON", r.Type, r.Name, v)
 			}
 		}
-		for _, s := range append([]string{r.Name, r.Status, r.Error, r.Usage.Provider}, r.Tags...) {
+		for _, s := range append([]string{r.Name, r.Status, r.Error, r.Usage.Provider}, r.Tags()...) {
 			if !utf8.ValidString(s) {
 				t.Errorf("%s: %q is not UTF-8", r.Type, s)
 			}

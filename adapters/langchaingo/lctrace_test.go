@@ -525,8 +525,8 @@ func TestFunctionsAgentRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := one(t, c)
-	if recs[0].Name != "calc-agent" || !slices.Equal(recs[0].Tags, []string{"env:test"}) {
-		t.Errorf("run.start named %q tagged %q, want calc-agent tagged env:test", recs[0].Name, recs[0].Tags)
+	if recs[0].Name != "calc-agent" || !slices.Equal(recs[0].Tags(), []string{"env:test"}) {
+		t.Errorf("run.start named %q tagged %q, want calc-agent tagged env:test", recs[0].Name, recs[0].Tags())
 	}
 	calls := ofType(recs, trace.TypeModelCall)
 	if len(calls) != 2 {

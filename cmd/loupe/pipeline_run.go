@@ -137,7 +137,7 @@ func runTrace(ctx context.Context, st store.Store, res *pipeline.RunResult) *sto
 	sum := store.Summary{ID: res.TraceID, Status: string(res.Termination), Records: len(res.Records)}
 	for _, r := range res.Records {
 		if r.Type == trace.TypeRunStart && r.Depth == 0 {
-			sum.Name, sum.Started, sum.Tags = r.Name, r.Time, r.Tags
+			sum.Name, sum.Started, sum.Tags = r.Name, r.Time, r.Tags()
 		}
 		if r.Type == trace.TypeRunEnd && r.Depth == 0 {
 			sum.Duration = r.Duration

@@ -381,9 +381,12 @@ func (s *Sink) remove(n int) {
 // recordSize approximates the memory a buffered record holds: its values
 // and strings, plus a fixed overhead for the struct.
 func recordSize(r *trace.Record) int {
-	n := 256 + len(r.Input) + len(r.Output) + len(r.Thinking) + len(r.Name) + len(r.Error) + len(r.Status) + len(r.Session) + len(r.User)
-	for _, t := range r.Tags {
-		n += len(t) + 16
+	n := 256 + len(r.Input) + len(r.Output) + len(r.Thinking) + len(r.Name) + len(r.Error) + len(r.Status)
+	if ri := r.Run; ri != nil {
+		n += 64 + len(ri.Session) + len(ri.User)
+		for _, t := range ri.Tags {
+			n += len(t) + 16
+		}
 	}
 	return n
 }

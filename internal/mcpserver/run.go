@@ -225,7 +225,7 @@ func runSummary(res *agent.Result, recs []trace.Record) TraceSummary {
 	}
 	for i := range recs {
 		if recs[i].Type == trace.TypeRunStart && recs[i].Depth == 0 {
-			ts.Name, ts.Started, ts.Tags = recs[i].Name, recs[i].Time.UTC(), recs[i].Tags
+			ts.Name, ts.Started, ts.Tags = recs[i].Name, recs[i].Time.UTC(), recs[i].Tags()
 			break
 		}
 	}

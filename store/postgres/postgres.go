@@ -166,7 +166,7 @@ var migrations = []string{
 	SELECT setval('records_id_seq_v5', coalesce((SELECT max(id) FROM records_v4), 0) + 1, false);
 	DROP TABLE records_v4;`,
 
-	// 6: each trace's session and user (trace.Record.Session, User), with
+	// 6: each trace's session and user (trace.RunInfo.Session, User), with
 	// an index for each. Traces stored before get them from the tags
 	// that OTLP ingest used to write for them ("session:ID", "user:ID",
 	// the first in tag order); others have none.

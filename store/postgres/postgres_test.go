@@ -167,7 +167,7 @@ func TestMigrateSessions(t *testing.T) {
 			r.TraceID[:], r.Name, r.Time.UnixNano(), recs[len(recs)-1].Time.UnixNano(), len(recs)); err != nil {
 			t.Fatal(err)
 		}
-		for _, tag := range r.Tags {
+		for _, tag := range r.Tags() {
 			if _, err := db.Exec("INSERT INTO trace_tags (trace_id, tag) VALUES ($1, $2)", r.TraceID[:], tag); err != nil {
 				t.Fatal(err)
 			}

@@ -109,7 +109,7 @@ var migrations = []string{
 	// cost of the others. Records stored before have none.
 	`ALTER TABLE traces ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE trace_models ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;`,
-	// 5: each trace's session and user (trace.Record.Session, User), with
+	// 5: each trace's session and user (trace.RunInfo.Session, User), with
 	// an index for each. Traces stored before get them from the tags
 	// that OTLP ingest used to write for them ("session:ID", "user:ID",
 	// the first in tag order); others have none.

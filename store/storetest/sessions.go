@@ -37,8 +37,8 @@ func testSessions(t *testing.T, s store.Store) {
 	// one stored names it, a later one does not change it.
 	late := Gen(Spec{Name: "late", Start: at(10)})
 	mustAppend(t, s, late[:1])
-	late[1].Session, late[1].User = "conv-c", "cy"
-	late[2].Session, late[2].User = "conv-other", "other"
+	late[1].Run = &trace.RunInfo{Session: "conv-c", User: "cy"}
+	late[2].Run = &trace.RunInfo{Session: "conv-other", User: "other"}
 	mustAppend(t, s, late[1:2])
 	mustAppend(t, s, late[2:])
 
@@ -185,10 +185,10 @@ func testSessions(t *testing.T, s store.Store) {
 
 	// Ids are bounded: a store refuses a longer one, Sanitize cuts it.
 	long := Gen(Spec{Name: "long", Start: at(20)})
-	long[0].Session = strings.Repeat("s", store.MaxSessionBytes+1)
+	long[0].EditRun().Session = strings.Repeat("s", store.MaxSessionBytes+1)
 	var re *store.RecordError
 	if _, err := s.Append(ctx, long); !errors.As(err, &re) || re.Field != "session" {
-		t.Errorf("Append of a %d-byte session: %v, want a *store.RecordError on session", len(long[0].Session), err)
+		t.Errorf("Append of a %d-byte session: %v, want a *store.RecordError on session", len(long[0].Session()), err)
 	}
 	store.Sanitize(&long[0])
 	mustAppend(t, s, long)
@@ -236,11 +236,11 @@ func CheckMigratedSessions(t *testing.T, s store.Store) {
 	}
 	taggedID, untaggedID := got["old-chat"].ID, got["old-run"].ID
 	more := trace.Record{V: 1, TraceID: taggedID, SpanID: trace.SpanID{9}, ParentID: trace.SpanID{1}, Seq: 10000,
-		Time: t0.Add(time.Hour), Type: trace.TypeCustom, Name: "late", Session: "conv-new", User: "bob"}
+		Time: t0.Add(time.Hour), Type: trace.TypeCustom, Name: "late", Run: &trace.RunInfo{Session: "conv-new", User: "bob"}}
 	mustAppend(t, s, []trace.Record{more})
 	// And a new trace of the untagged one's session fills it.
 	mustAppend(t, s, []trace.Record{{V: 1, TraceID: untaggedID, SpanID: trace.SpanID{9}, Seq: 10000,
-		Time: t0.Add(time.Hour), Type: trace.TypeCustom, Name: "late", Session: "conv-new"}})
+		Time: t0.Add(time.Hour), Type: trace.TypeCustom, Name: "late", Run: &trace.RunInfo{Session: "conv-new"}}})
 	for _, tt := range []struct {
 		id            trace.TraceID
 		session, user string

@@ -1103,17 +1103,17 @@ func Deltas(added []*trace.Record) []*TraceDelta {
 		d.Lost = addCount(d.Lost, store.LostCount(r))
 		// The batch's order differs between backends (PostgreSQL sorts
 		// it): seq decides which record is first.
-		if r.Session != "" && (d.Session == "" || r.Seq < d.sessionSeq) {
-			d.Session, d.sessionSeq = r.Session, r.Seq
+		if s := r.Session(); s != "" && (d.Session == "" || r.Seq < d.sessionSeq) {
+			d.Session, d.sessionSeq = s, r.Seq
 		}
-		if r.User != "" && (d.User == "" || r.Seq < d.userSeq) {
-			d.User, d.userSeq = r.User, r.Seq
+		if u := r.User(); u != "" && (d.User == "" || r.Seq < d.userSeq) {
+			d.User, d.userSeq = u, r.Seq
 		}
 		if r.Depth == 0 {
 			switch r.Type {
 			case trace.TypeRunStart:
 				d.Name = r.Name
-				d.Tags = append(d.Tags, r.Tags...)
+				d.Tags = append(d.Tags, r.Tags()...)
 			case trace.TypeRunEnd:
 				d.RunDur = sql.NullInt64{Int64: int64(r.Duration), Valid: true}
 				d.Status = r.Status
