@@ -228,7 +228,7 @@ func TestSearchProbe(t *testing.T) {
 	}
 	for _, tc := range queries {
 		var runs [][]string
-		for _, probe := range []int64{int64(n) * 2, 100, 1} {
+		for _, probe := range []int64{int64(n) * 2, 300, 100, 40, 1} {
 			s := open(t, dsn)
 			postgres.SetProbeIDs(s, probe)
 			q, err := store.ParseQuery(tc.q)

@@ -46,12 +46,12 @@ type Dialect struct {
 	TextFrom func(b *Builder, terms []string) (from, cond, id string)
 	// TextScan, if set, is TextMatch's condition in a form that the
 	// database tests row by row instead of through its text index. Search
-	// then looks at the newest ProbeIDs records with it first (see
-	// Search), and uses TextMatch for the older ones if the page is not
-	// full.
+	// then looks at the newest records with it first (see Search), and
+	// uses TextMatch for the older ones if the page is not full.
 	TextScan func(b *Builder, terms []string) string
 	// ProbeIDs is how many of the newest record ids a search with
-	// TextScan tests row by row; 0 means DefaultProbeIDs.
+	// TextScan tests row by row first; 0 means DefaultProbeIDs. It may
+	// test up to 16 times as many more (see Search).
 	ProbeIDs int64
 	// DeleteText removes the text index entries of the given traces'
 	// records before they are deleted (nil when the index goes with the
@@ -745,13 +745,19 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 	// records contain these words" in time proportional to how many do,
 	// all of them, before the newest can be picked: for common words (or
 	// words common in the traces the filters select) that grows with the
-	// store. So with TextScan the newest ProbeIDs record ids are searched
-	// first row by row, newest first, which stops when the page is full
-	// whatever the store's size; only if it does not fill are the older
-	// records searched through the index. Both pass the same rows in id
-	// order, so the hits are the same.
+	// store. So with TextScan the newest ProbeIDs record ids are tested
+	// first row by row, newest first. If they hold some hits but not a
+	// page, the ids that should fill the page at the rate they showed
+	// (half as many again, at most 16 times ProbeIDs) are tested next.
+	// Only if the page is still not full are the older records searched
+	// through the index. Common words fill the page from the newest
+	// records whatever the store's size, and rare ones cost the index's
+	// time and a small first probe. Every step passes the rows in id
+	// order, below the last, so the hits are the same as without probes.
 	var textCond, scanCond string
 	probeFrom := int64(-1) // while >= 0: the probe, over ids at or above it
+	var probeIDs int64     // the first probe's ids
+	grown := false         // the second probe is on
 	if len(terms) > 0 && db.D.TextFrom == nil {
 		// Both forms take the same arguments: built on copies of b,
 		// they number them alike.
@@ -766,7 +772,8 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 					return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 				}
 			}
-			probeFrom = max(top-cmp.Or(db.D.ProbeIDs, DefaultProbeIDs), 0)
+			probeIDs = cmp.Or(db.D.ProbeIDs, DefaultProbeIDs)
+			probeFrom = max(top-probeIDs, 0)
 		}
 	}
 	limit := limitOf(q.Limit)
@@ -841,18 +848,24 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 			if probeFrom <= 0 { // no probe, or it went down to the oldest
 				return page, nil
 			}
-			// The probe found too few: the records below it, through
-			// the index.
+			// The probe found too few. If it found some, the ids that
+			// should hold the rest of the page, once; then the records
+			// below, through the index.
+			found, need := int64(len(page.Hits)), int64(limit-len(page.Hits))
+			if more := probeIDs * need * 3 / 2 / max(found, 1); !grown && found > 0 && more <= 16*probeIDs {
+				grown = true
+				after, probeFrom = probeFrom, max(probeFrom-more, 0)
+				continue
+			}
 			after, probeFrom = probeFrom, -1
 		}
 	}
 }
 
 // DefaultProbeIDs is how many of the newest record ids a PostgreSQL text
-// search tests row by row before it turns to the text index
-// (Dialect.TextScan): about 850 traces of 19 records, which a search that
-// one trace in 15 matches fills a page from.
-const DefaultProbeIDs = 16384
+// search tests row by row first, before it turns to the text index
+// (Dialect.TextScan): about 100 traces of 20 records, a few milliseconds.
+const DefaultProbeIDs = 2048
 
 // RecordMatch returns the test a record of a matching trace must pass to
 // be a search hit, from the filters of q that name a kind of record:
