@@ -308,7 +308,8 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // dialect is the store's SQL dialect.
-var dialect = sqlstore.Dialect{Postgres: true, TextMatch: textMatch, TextScan: textScan}
+var dialect = sqlstore.Dialect{Postgres: true, TextMatch: textMatch, TextScan: textScan,
+	ProbeSetup: "SET LOCAL max_parallel_workers_per_gather = 0"}
 
 // textScan is textMatch in a form the planner cannot answer with the text
 // index (an index condition is an operator on the column, not a function

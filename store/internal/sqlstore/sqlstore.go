@@ -49,6 +49,10 @@ type Dialect struct {
 	// then looks at the newest records with it first (see Search), and
 	// uses TextMatch for the older ones if the page is not full.
 	TextScan func(b *Builder, terms []string) string
+	// ProbeSetup, if set, is run (SET LOCAL …) in the read-only
+	// transaction of each probe query: on PostgreSQL, no parallel
+	// workers, whose start costs more than the probe's few thousand rows.
+	ProbeSetup string
 	// ProbeIDs is how many of the newest record ids a search with
 	// TextScan tests row by row first; 0 means DefaultProbeIDs. It may
 	// test up to 16 times as many more (see Search).
@@ -803,7 +807,7 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		}
 		query := "SELECT r.id, t.name, r.doc FROM " + from + " JOIN traces t ON t.trace_id = r.trace_id" + where(cc) +
 			" ORDER BY " + idCol + " DESC LIMIT " + bb.Arg(batch)
-		rows, err := db.SQL.QueryContext(ctx, query, bb.Args...)
+		rows, end, err := db.searchQuery(ctx, probeFrom >= 0, query, bb.Args)
 		if err != nil {
 			return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 		}
@@ -814,12 +818,14 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 			var h store.Hit
 			if err := rows.Scan(&id, &h.TraceName, &doc); err != nil {
 				rows.Close()
+				end()
 				return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 			}
 			after = id
 			r, err := trace.DecodeRecord(doc)
 			if err != nil {
 				rows.Close()
+				end()
 				return store.SearchPage{}, fmt.Errorf("search %s: stored record %d is corrupt: %w", db.Name, id, err)
 			}
 			if match != nil && !match(&r) {
@@ -838,7 +844,9 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 			lastHit = id
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		err = rows.Err()
+		end()
+		if err != nil {
 			return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 		}
 		if full {
@@ -860,6 +868,30 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 			after, probeFrom = probeFrom, -1
 		}
 	}
+}
+
+// searchQuery runs one query of Search. A probe's runs in a read-only
+// transaction after Dialect.ProbeSetup. end must be called once the rows
+// are closed.
+func (db *DB) searchQuery(ctx context.Context, probe bool, query string, args []any) (*sql.Rows, func(), error) {
+	if !probe || db.D.ProbeSetup == "" {
+		rows, err := db.SQL.QueryContext(ctx, query, args...)
+		return rows, func() {}, err
+	}
+	tx, err := db.SQL.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := tx.ExecContext(ctx, db.D.ProbeSetup); err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	return rows, func() { tx.Rollback() }, nil
 }
 
 // DefaultProbeIDs is how many of the newest record ids a PostgreSQL text
