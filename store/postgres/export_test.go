@@ -20,5 +20,6 @@ func EnsurePartitions(s *Store, ctx context.Context, now time.Time) error {
 }
 
 // SetProbeIDs sets how many of the newest record ids a text search tests
-// row by row (sqlstore.Dialect.ProbeIDs); call it before s is used.
+// row by row (sqlstore.Dialect.ProbeIDs; negative: none); call it before
+// s is used.
 func SetProbeIDs(s *Store, n int64) { s.db.D.ProbeIDs = n }

@@ -54,8 +54,9 @@ type Dialect struct {
 	// workers, whose start costs more than the probe's few thousand rows.
 	ProbeSetup string
 	// ProbeIDs is how many of the newest record ids a search with
-	// TextScan tests row by row first; 0 means DefaultProbeIDs. It may
-	// test up to 16 times as many more (see Search).
+	// TextScan tests row by row first; 0 means DefaultProbeIDs, a
+	// negative number none. It may test up to 16 times as many more (see
+	// Search).
 	ProbeIDs int64
 	// DeleteText removes the text index entries of the given traces'
 	// records before they are deleted (nil when the index goes with the
@@ -768,7 +769,7 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		sb := *b
 		sb.Args = slices.Clone(b.Args)
 		textCond = db.D.TextMatch(b, terms)
-		if db.D.TextScan != nil {
+		if db.D.TextScan != nil && db.D.ProbeIDs >= 0 {
 			scanCond = db.D.TextScan(&sb, terms)
 			top := after
 			if top < 0 {
