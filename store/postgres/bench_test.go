@@ -159,47 +159,6 @@ func benchStore(b *testing.B, n int) *postgres.Store {
 	return s
 }
 
-// BenchmarkSearchProbe compares the text searches of BenchmarkQueries,
-// and a few more, with and without the probe of the newest records
-// (sqlstore.Dialect.TextScan) on the same data set: the two alternate, 100
-// runs each, so that a machine whose load changes weighs on both alike.
-func BenchmarkSearchProbe(b *testing.B) {
-	ctx := context.Background()
-	probe := benchStore(b, storetest.BenchRecords(50000))
-	schema := "bench_" + strconv.Itoa(storetest.BenchRecords(50000))
-	index := open(b, pgtest.WithSchema(testDSN(b), schema))
-	postgres.SetProbeIDs(index, -1)
-	for _, q := range []string{
-		"city042 sunny",                          // rare: 1 trace in 100
-		`"weather report" tool:fetch tag:env:ci`, // common words, 1 trace in 15
-		"weather",                                // in every trace
-		"sunny has:errors",                       // 1 trace in 20
-	} {
-		pq, err := store.ParseQuery(q)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(q, func(b *testing.B) {
-			for range b.N {
-				var d [2][]time.Duration
-				for i := range 200 {
-					s := []*postgres.Store{probe, index}[i%2]
-					t := time.Now()
-					if _, err := s.Search(ctx, pq); err != nil {
-						b.Fatal(err)
-					}
-					d[i%2] = append(d[i%2], time.Since(t))
-				}
-				for k, name := range []string{"probe", "index"} {
-					slices.Sort(d[k])
-					b.ReportMetric(float64(d[k][len(d[k])/2])/1e6, name+"-p50-ms")
-					b.ReportMetric(float64(d[k][len(d[k])*95/100])/1e6, name+"-p95-ms")
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkQueries measures p50/p95 latency of the CLI's and the UI's
 // common queries (storetest.BenchQueries) on n records (about 20 per
 // trace; LOUPE_BENCH_RECORDS, default 50000), in day partitions.

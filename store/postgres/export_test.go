@@ -18,8 +18,3 @@ func EnsurePartitions(s *Store, ctx context.Context, now time.Time) error {
 	s.partitionsReady.Store(0)
 	return s.ensurePartitions(ctx, now)
 }
-
-// SetProbeIDs sets how many of the newest record ids a text search tests
-// row by row (sqlstore.Dialect.ProbeIDs; negative: none); call it before
-// s is used.
-func SetProbeIDs(s *Store, n int64) { s.db.D.ProbeIDs = n }

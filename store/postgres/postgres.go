@@ -260,7 +260,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(16)
-	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: dialect}}
+	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -305,18 +305,6 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// dialect is the store's SQL dialect.
-var dialect = sqlstore.Dialect{Postgres: true, TextMatch: textMatch, TextScan: textScan,
-	ProbeSetup: "SET LOCAL max_parallel_workers_per_gather = 0"}
-
-// textScan is textMatch in a form the planner cannot answer with the text
-// index (an index condition is an operator on the column, not a function
-// of it), so that it tests the rows of an id range one by one: the newest
-// records of a search whose words are common (sqlstore.Dialect.TextScan).
-func textScan(b *sqlstore.Builder, terms []string) string {
-	return "coalesce(" + textMatch(b, terms) + ", false)"
 }
 
 // textMatch ANDs one phraseto_tsquery per term; the terms are parameters.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/loupe-dev/loupe/internal/pgtest"
 
@@ -205,60 +203,4 @@ func TestMigrateScores(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestSearchProbe pages through text searches with the probe of the
-// newest records (sqlstore.Dialect.TextScan) covering every record, some
-// of them, and almost none: the hits, in order, are the same.
-func TestSearchProbe(t *testing.T) {
-	ctx := context.Background()
-	dsn := freshSchema(t)
-	start := time.Now().Add(-time.Hour)
-	n := storetest.Fill(t, open(t, dsn), 1200, start)
-	queries := []struct {
-		q    string
-		want int // hits, when known
-	}{
-		{`"weather report" tool:fetch tag:env:ci`, -1},
-		{"city007 sunny", 3},
-		{"weather", -1},
-		{"weather type:tool.error", -1},
-		{"sunny has:errors", -1},
-		{"nothing-matches-this", 0},
-	}
-	for _, tc := range queries {
-		var runs [][]string
-		for _, probe := range []int64{int64(n) * 2, 300, 100, 40, 1} {
-			s := open(t, dsn)
-			postgres.SetProbeIDs(s, probe)
-			q, err := store.ParseQuery(tc.q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			q.Limit = 7
-			var hits []string
-			for {
-				p, err := s.Search(ctx, q)
-				if err != nil {
-					t.Fatalf("%q, probe %d: %v", tc.q, probe, err)
-				}
-				for _, h := range p.Hits {
-					hits = append(hits, fmt.Sprintf("%s/%d", h.TraceID, h.Seq))
-				}
-				if p.Next == "" {
-					break
-				}
-				q.Cursor = p.Next
-			}
-			runs = append(runs, hits)
-		}
-		if tc.want >= 0 && len(runs[0]) != tc.want || tc.want < 0 && len(runs[0]) < 4 {
-			t.Errorf("%q: %d hits, want %d (-1: at least 4)", tc.q, len(runs[0]), tc.want)
-		}
-		for i := 1; i < len(runs); i++ {
-			if !slices.Equal(runs[i], runs[0]) {
-				t.Errorf("%q: with a smaller probe (%d) the hits differ:\n%v\nwant\n%v", tc.q, i, runs[i], runs[0])
-			}
-		}
-	}
 }

@@ -7,7 +7,6 @@ package sqlstore
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -44,20 +43,6 @@ type Dialect struct {
 	// the index's id column, which replaces r.id in ORDER BY and the
 	// cursor so that the index drives the query and a page stops early.
 	TextFrom func(b *Builder, terms []string) (from, cond, id string)
-	// TextScan, if set, is TextMatch's condition in a form that the
-	// database tests row by row instead of through its text index. Search
-	// then looks at the newest records with it first (see Search), and
-	// uses TextMatch for the older ones if the page is not full.
-	TextScan func(b *Builder, terms []string) string
-	// ProbeSetup, if set, is run (SET LOCAL …) in the read-only
-	// transaction of each probe query: on PostgreSQL, no parallel
-	// workers, whose start costs more than the probe's few thousand rows.
-	ProbeSetup string
-	// ProbeIDs is how many of the newest record ids a search with
-	// TextScan tests row by row first; 0 means DefaultProbeIDs, a
-	// negative number none. It may test up to 16 times as many more (see
-	// Search).
-	ProbeIDs int64
 	// DeleteText removes the text index entries of the given traces'
 	// records before they are deleted (nil when the index goes with the
 	// row).
@@ -718,10 +703,14 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 	b := db.D.NewBuilder()
 	from, idCol := "records r", "r.id"
 	var c []string
-	if len(terms) > 0 && db.D.TextFrom != nil {
-		var cond string
-		from, cond, idCol = db.D.TextFrom(b, terms)
-		c = append(c, cond)
+	if len(terms) > 0 {
+		if db.D.TextFrom != nil {
+			var cond string
+			from, cond, idCol = db.D.TextFrom(b, terms)
+			c = append(c, cond)
+		} else {
+			c = append(c, db.D.TextMatch(b, terms))
+		}
 	}
 	c = append(c, Where(b, &q.Filter, db.cutoff())...)
 	if !q.Since.IsZero() {
@@ -746,41 +735,6 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		}
 		after = rid
 	}
-	// The text condition, without TextFrom. A text index answers "which
-	// records contain these words" in time proportional to how many do,
-	// all of them, before the newest can be picked: for common words (or
-	// words common in the traces the filters select) that grows with the
-	// store. So with TextScan the newest ProbeIDs record ids are tested
-	// first row by row, newest first. If they hold some hits but not a
-	// page, the ids that should fill the page at the rate they showed
-	// (half as many again, at most 16 times ProbeIDs) are tested next.
-	// Only if the page is still not full are the older records searched
-	// through the index. Common words fill the page from the newest
-	// records whatever the store's size, and rare ones cost the index's
-	// time and a small first probe. Every step passes the rows in id
-	// order, below the last, so the hits are the same as without probes.
-	var textCond, scanCond string
-	probeFrom := int64(-1) // while >= 0: the probe, over ids at or above it
-	var probeIDs int64     // the first probe's ids
-	grown := false         // the second probe is on
-	if len(terms) > 0 && db.D.TextFrom == nil {
-		// Both forms take the same arguments: built on copies of b,
-		// they number them alike.
-		sb := *b
-		sb.Args = slices.Clone(b.Args)
-		textCond = db.D.TextMatch(b, terms)
-		if db.D.TextScan != nil && db.D.ProbeIDs >= 0 {
-			scanCond = db.D.TextScan(&sb, terms)
-			top := after
-			if top < 0 {
-				if err := db.SQL.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) + 1 FROM records").Scan(&top); err != nil {
-					return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
-				}
-			}
-			probeIDs = cmp.Or(db.D.ProbeIDs, DefaultProbeIDs)
-			probeFrom = max(top-probeIDs, 0)
-		}
-	}
 	limit := limitOf(q.Limit)
 	match := RecordMatch(&q)
 	// Without a record filter every row is a hit: one query of limit+1
@@ -797,18 +751,12 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		bb := *b
 		bb.Args = slices.Clone(b.Args)
 		cc := slices.Clone(c)
-		switch {
-		case probeFrom >= 0:
-			cc = append(cc, scanCond, idCol+" >= "+bb.Arg(probeFrom))
-		case textCond != "":
-			cc = append(cc, textCond)
-		}
 		if after >= 0 {
 			cc = append(cc, idCol+" < "+bb.Arg(after))
 		}
 		query := "SELECT r.id, t.name, r.doc FROM " + from + " JOIN traces t ON t.trace_id = r.trace_id" + where(cc) +
 			" ORDER BY " + idCol + " DESC LIMIT " + bb.Arg(batch)
-		rows, end, err := db.searchQuery(ctx, probeFrom >= 0, query, bb.Args)
+		rows, err := db.SQL.QueryContext(ctx, query, bb.Args...)
 		if err != nil {
 			return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 		}
@@ -819,14 +767,12 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 			var h store.Hit
 			if err := rows.Scan(&id, &h.TraceName, &doc); err != nil {
 				rows.Close()
-				end()
 				return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 			}
 			after = id
 			r, err := trace.DecodeRecord(doc)
 			if err != nil {
 				rows.Close()
-				end()
 				return store.SearchPage{}, fmt.Errorf("search %s: stored record %d is corrupt: %w", db.Name, id, err)
 			}
 			if match != nil && !match(&r) {
@@ -845,60 +791,14 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 			lastHit = id
 		}
 		rows.Close()
-		err = rows.Err()
-		end()
-		if err != nil {
+		if err := rows.Err(); err != nil {
 			return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
 		}
-		if full {
+		if full || n < batch {
 			return page, nil
 		}
-		if n < batch {
-			if probeFrom <= 0 { // no probe, or it went down to the oldest
-				return page, nil
-			}
-			// The probe found too few. If it found some, the ids that
-			// should hold the rest of the page, once; then the records
-			// below, through the index.
-			found, need := int64(len(page.Hits)), int64(limit-len(page.Hits))
-			if more := probeIDs * need * 3 / 2 / max(found, 1); !grown && found > 0 && more <= 16*probeIDs {
-				grown = true
-				after, probeFrom = probeFrom, max(probeFrom-more, 0)
-				continue
-			}
-			after, probeFrom = probeFrom, -1
-		}
 	}
 }
-
-// searchQuery runs one query of Search. A probe's runs in a read-only
-// transaction after Dialect.ProbeSetup. end must be called once the rows
-// are closed.
-func (db *DB) searchQuery(ctx context.Context, probe bool, query string, args []any) (*sql.Rows, func(), error) {
-	if !probe || db.D.ProbeSetup == "" {
-		rows, err := db.SQL.QueryContext(ctx, query, args...)
-		return rows, func() {}, err
-	}
-	tx, err := db.SQL.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := tx.ExecContext(ctx, db.D.ProbeSetup); err != nil {
-		tx.Rollback()
-		return nil, nil, err
-	}
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		tx.Rollback()
-		return nil, nil, err
-	}
-	return rows, func() { tx.Rollback() }, nil
-}
-
-// DefaultProbeIDs is how many of the newest record ids a PostgreSQL text
-// search tests row by row first, before it turns to the text index
-// (Dialect.TextScan): about 100 traces of 20 records, a few milliseconds.
-const DefaultProbeIDs = 2048
 
 // RecordMatch returns the test a record of a matching trace must pass to
 // be a search hit, from the filters of q that name a kind of record:
