@@ -422,7 +422,13 @@ func TestServeReadDB(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { db.Exec("DROP OWNED BY " + role); db.Exec("DROP ROLE " + role) })
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", pdsn); err == nil {
+			db.Exec("DROP OWNED BY " + role)
+			db.Exec("DROP ROLE " + role)
+			db.Close()
+		}
+	})
 	u.User = neturl.User(role)
 
 	_, url := startChild(t, "--db", pdsn, "serve", "--addr", "127.0.0.1:0", "--grpc-addr", "", "--read-db", u.String())
