@@ -63,7 +63,8 @@ HTTP; see loupe mcp; --mcp-config sets what it runs) and the web UI at /
 port, --grpc-addr (127.0.0.1:4317 by default when --addr is on loopback;
 "" turns it off), with API keys sent as the metadata authorization: Bearer
 <key>. It stores into the same store as the other commands (--db /
-LOUPE_DB). It listens on loopback by default; any other address (either
+LOUPE_DB); with --read-db, the queries over traces and scores go to a
+read replica of it. It listens on loopback by default; any other address (either
 one) requires API keys (loupe keys create). With --rules FILE, the traces
 that end are graded online by the file's rules (and by those added at
 /api/v1/rules), and the results stored as scores. SIGINT or SIGTERM stops
