@@ -38,6 +38,7 @@ func newServeCmd() *cobra.Command {
 		open          bool
 		mcpf          mcpFlags
 		pricesFile    string
+		readDB        string
 		publicHosts   []string
 		origins       []string
 		retain        time.Duration
@@ -63,7 +64,8 @@ HTTP; see loupe mcp; --mcp-config sets what it runs) and the web UI at /
 port, --grpc-addr (127.0.0.1:4317 by default when --addr is on loopback;
 "" turns it off), with API keys sent as the metadata authorization: Bearer
 <key>. It stores into the same store as the other commands (--db /
-LOUPE_DB). It listens on loopback by default; any other address (either
+LOUPE_DB); with --read-db, the queries over traces and scores go to a
+read replica of it. It listens on loopback by default; any other address (either
 one) requires API keys (loupe keys create). With --rules FILE, the traces
 that end are graded online by the file's rules (and by those added at
 /api/v1/rules), and the results stored as scores. SIGINT or SIGTERM stops
@@ -73,6 +75,16 @@ it after the requests in flight are committed and answered.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return withStore(cmd, func(_ context.Context, st store.Store) error {
+				if readDB != "" {
+					replica, err := store.OpenReadOnly(ctx, readDB)
+					if err != nil {
+						return fmt.Errorf("--read-db: %w", err)
+					}
+					defer replica.Close()
+					if st, err = store.Split(st, replica); err != nil {
+						return fmt.Errorf("--read-db: %w", err)
+					}
+				}
 				grpcDefault := !cmd.Flags().Changed("grpc-addr")
 				if grpcDefault {
 					grpcAddr = defaultGRPCAddr(addr)
@@ -184,6 +196,7 @@ it after the requests in flight are committed and answered.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4318", "address to listen on (host:port); a non-loopback address requires API keys")
 	cmd.Flags().StringVar(&grpcAddr, "grpc-addr", "127.0.0.1:4317", "address to serve OTLP/gRPC trace and logs export on; the default applies only when --addr is on loopback (then on its host), \"\" turns it off, and a non-loopback address requires API keys")
+	cmd.Flags().StringVar(&readDB, "read-db", "", "a read replica of --db (a PostgreSQL hot standby), opened read-only: the queries over traces and scores (web UI, API, MCP) go to it, writes, keys and settings to --db")
 	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web UI at /")
 	pricesFlag(cmd, &pricesFile)
 	cmd.Flags().BoolVar(&open, "open", false, "open the web UI in a browser once listening")

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -378,5 +380,80 @@ func TestServeRulesFileChecked(t *testing.T) {
 	_, _, err := run(t, filepath.Join(dir, "loupe.db"), "serve", "--addr", "127.0.0.1:0", "--rules", rules)
 	if err == nil || !strings.Contains(err.Error(), rules+":3:13: rule \"a\": sample 2 is not in (0, 1]") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestServeReadDB runs loupe serve with --db on one schema and --read-db
+// on another, opened by a role that may only SELECT, standing for a
+// replica that lags: records posted land in --db, the runs list shows
+// what --read-db holds.
+func TestServeReadDB(t *testing.T) {
+	ctx := context.Background()
+	pdsn, rdsn := pgtest.Schema(t), pgtest.Schema(t)
+	rw, err := store.Open(ctx, rdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onReplica, rid := serveRecords(1, 3)
+	var recs []trace.Record
+	for _, line := range bytes.Split(bytes.TrimSpace(onReplica), []byte("\n")) {
+		r, err := trace.DecodeRecord(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if _, err := rw.Append(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	// A role that may only read the replica's schema.
+	u, _ := neturl.Parse(rdsn)
+	role := "ro_" + trace.NewSpanID().String()
+	db, err := sql.Open("pgx", pdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := u.Query().Get("search_path")
+	for _, q := range []string{"CREATE ROLE " + role + " LOGIN", "GRANT USAGE ON SCHEMA " + schema + " TO " + role,
+		"GRANT SELECT ON ALL TABLES IN SCHEMA " + schema + " TO " + role} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", pdsn); err == nil {
+			db.Exec("DROP OWNED BY " + role)
+			db.Exec("DROP ROLE " + role)
+			db.Close()
+		}
+	})
+	u.User = neturl.User(role)
+
+	_, url := startChild(t, "--db", pdsn, "serve", "--addr", "127.0.0.1:0", "--grpc-addr", "", "--read-db", u.String())
+	posted, pid := serveRecords(2, 3)
+	if code, msg := post(t, url, "", posted); code != 200 {
+		t.Fatalf("post: %d %s", code, msg)
+	}
+	primary, err := store.Open(ctx, pdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	if _, err := primary.Trace(ctx, pid); err != nil {
+		t.Errorf("the posted trace is not in --db: %v", err)
+	}
+	resp, err := http.Get(url + "/api/v1/traces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page store.ListPage
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Traces) != 1 || page.Traces[0].ID != rid {
+		t.Errorf("runs list: %+v; want the trace --read-db holds alone", page.Traces)
 	}
 }

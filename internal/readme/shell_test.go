@@ -125,15 +125,16 @@ var readmeCommands = map[string]step{
 	// Look at runs in a browser.
 	"loupe demo": {want: []string{"answer: "}},
 	// Run Loupe for a team.
-	`export LOUPE_DB='postgres://loupe@db.internal/loupe?sslmode=verify-full'`:                           {skip: "the team's own PostgreSQL; the store tests run against LOUPE_TEST_POSTGRES"},
-	"loupe keys create --scope admin --name ops":                                                         {want: []string{"lk_"}},
-	"loupe keys create --scope ingest --name agents":                                                     {want: []string{"lk_"}},
-	"loupe serve --addr 0.0.0.0:4318 --grpc-addr 0.0.0.0:4317 --public-host loupe.internal --retain 30d": {skip: "listens on every interface of a shared host; cmd/loupe's tests run collectors with keys, retention and PostgreSQL"},
-	"curl -s http://127.0.0.1:4318/api/v1/retention":                                                     {want: []string{`"period":`, `"stats":`}},
-	"loupe projects add team_a":                                                                          {want: nil},
-	"loupe keys create --scope ingest --name team-a-agents --projects team_a":                            {want: []string{"lk_"}},
-	"loupe --project team_a traces ls":                                                                   {want: nil},
-	"curl -s http://127.0.0.1:4318/api/v1/projects":                                                      {want: []string{`{"name":"default"}`, `"name":"team_a"`, `"current":"default"`}},
+	`export LOUPE_DB='postgres://loupe@db.internal/loupe?sslmode=verify-full'`:                                      {skip: "the team's own PostgreSQL; the store tests run against LOUPE_TEST_POSTGRES"},
+	"loupe keys create --scope admin --name ops":                                                                    {want: []string{"lk_"}},
+	"loupe keys create --scope ingest --name agents":                                                                {want: []string{"lk_"}},
+	"loupe serve --addr 0.0.0.0:4318 --grpc-addr 0.0.0.0:4317 --public-host loupe.internal --retain 30d":            {skip: "listens on every interface of a shared host; cmd/loupe's tests run collectors with keys, retention and PostgreSQL"},
+	"loupe serve --addr 0.0.0.0:4318 --read-db 'postgres://loupe_ro@db-replica.internal/loupe?sslmode=verify-full'": {skip: "the team's own replica; TestServeReadDB (cmd/loupe) runs a collector with --read-db on a role that may only SELECT"},
+	"curl -s http://127.0.0.1:4318/api/v1/retention":                                                                {want: []string{`"period":`, `"stats":`}},
+	"loupe projects add team_a":                                                                                     {want: nil},
+	"loupe keys create --scope ingest --name team-a-agents --projects team_a":                                       {want: []string{"lk_"}},
+	"loupe --project team_a traces ls":                                                                              {want: nil},
+	"curl -s http://127.0.0.1:4318/api/v1/projects":                                                                 {want: []string{`{"name":"default"}`, `"name":"team_a"`, `"current":"default"`}},
 
 	// From traces to quality: group runs by session (the collector of the
 	// section before is still running).

@@ -354,7 +354,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("postgres store %s: %w", s.db.Name, err)
 	}
 	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)"); err != nil {
-		return fmt.Errorf("postgres store %s: %w", s.db.Name, err)
+		return fmt.Errorf("postgres store %s: %w", s.db.Name, readOnlyHint(err))
 	}
 	var v int
 	err = tx.QueryRowContext(ctx, "SELECT value::integer FROM meta WHERE key = 'schema_version'").Scan(&v)

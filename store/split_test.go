@@ -1,0 +1,56 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/store/sqlite"
+	"github.com/loupe-dev/loupe/store/storetest"
+	"github.com/loupe-dev/loupe/trace"
+)
+
+// TestSplitGroups splits two SQLite stores (the replica another file,
+// opened read-only): the split is a GroupAppender because the primary is,
+// and its groups go to the primary. (store/postgres tests the routing of
+// every method against a replica that may only read.)
+func TestSplitGroups(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	primary, err := sqlite.Open(ctx, filepath.Join(dir, "primary.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rpath := filepath.Join(dir, "replica.db")
+	rw, err := sqlite.Open(ctx, rpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	replica, err := sqlite.OpenReadOnly(ctx, rpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := store.Split(primary, replica)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	ga, ok := sp.(store.GroupAppender)
+	if !ok {
+		t.Fatalf("the split of a SQLite primary is not a GroupAppender")
+	}
+	a, b := storetest.Gen(storetest.Spec{Name: "a"}), storetest.Gen(storetest.Spec{Name: "b"})
+	n, err := ga.AppendGroups(ctx, [][]trace.Record{a, b})
+	if err != nil || len(n) != 2 || n[0] != len(a) || n[1] != len(b) {
+		t.Fatalf("AppendGroups: %v, %v", n, err)
+	}
+	if _, err := primary.Trace(ctx, b[0].TraceID); err != nil {
+		t.Errorf("the group is not on the primary: %v", err)
+	}
+	if _, err := sp.Trace(ctx, b[0].TraceID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Trace read the primary: %v", err)
+	}
+}
