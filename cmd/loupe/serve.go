@@ -155,7 +155,7 @@ it after the requests in flight are committed and answered.`,
 				}
 				defer stopMonitors()
 				o.Alerts = engine
-				o.Projects = projectOpener(ctx, dbDSN(cmd), projectParts{prices: prices, redactor: rd, mcp: mcpf, uiURL: cmp.Or(uiURL, "http://"+addr+"/")})
+				o.Projects = projectOpener(ctx, dbDSN(cmd), projectParts{prices: prices, redactor: rd, mcp: mcpf, uiURL: cmp.Or(uiURL, "http://"+addr+"/"), readDSN: readDB})
 				srv, err := server.New(o)
 				if err != nil {
 					return err
@@ -223,6 +223,7 @@ type projectParts struct {
 	redactor *redact.Redactor
 	mcp      mcpFlags
 	uiURL    string
+	readDSN  string // --read-db: each project's queries go to its schema on the replica
 }
 
 // projectOpener opens a project of loupe serve as the default project is
@@ -247,6 +248,20 @@ func projectOpener(ctx context.Context, dsn string, pp projectParts) server.Proj
 			}
 		}()
 		closers = append(closers, func() { st.Close() })
+		if pp.readDSN != "" {
+			rdsn, err := store.ProjectDSN(pp.readDSN, name)
+			if err != nil {
+				return nil, err
+			}
+			replica, err := store.OpenReadOnly(ctx, rdsn) // the project's schema, once the replica has replayed its making
+			if err != nil {
+				return nil, fmt.Errorf("--read-db: project %s: %w", name, err)
+			}
+			closers = append(closers, func() { replica.Close() })
+			if st, err = store.Split(st, replica); err != nil {
+				return nil, fmt.Errorf("--read-db: project %s: %w", name, err)
+			}
+		}
 		p := &server.Project{Store: st}
 		if p.Online, err = openOnline(st, "", pp.prices); err != nil {
 			return nil, err

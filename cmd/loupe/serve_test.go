@@ -456,4 +456,54 @@ func TestServeReadDB(t *testing.T) {
 	if len(page.Traces) != 1 || page.Traces[0].ID != rid {
 		t.Errorf("runs list: %+v; want the trace --read-db holds alone", page.Traces)
 	}
+
+	// A project reads from its own schema on the replica.
+	mustRun(t, pdsn, "projects", "add", "team_a")
+	rproj, err := store.ProjectDSN(rdsn, "team_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pproj, _ := store.ProjectDSN(pdsn, "team_a")
+	for _, d := range []string{rproj, pproj} {
+		pu, _ := neturl.Parse(d)
+		t.Cleanup(func() {
+			if db, err := sql.Open("pgx", pdsn); err == nil {
+				db.Exec(`DROP SCHEMA IF EXISTS "` + pu.Query().Get("search_path") + `" CASCADE`)
+				db.Close()
+			}
+		})
+	}
+	rp, err := store.Open(ctx, rproj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inProject, tid := serveRecords(3, 3)
+	var precs []trace.Record
+	for _, line := range bytes.Split(bytes.TrimSpace(inProject), []byte("\n")) {
+		r, _ := trace.DecodeRecord(line)
+		precs = append(precs, r)
+	}
+	if _, err := rp.Append(ctx, precs); err != nil {
+		t.Fatal(err)
+	}
+	rp.Close()
+	pschema, _ := neturl.Parse(rproj)
+	for _, q := range []string{"GRANT USAGE ON SCHEMA " + pschema.Query().Get("search_path") + " TO " + role,
+		"GRANT SELECT ON ALL TABLES IN SCHEMA " + pschema.Query().Get("search_path") + " TO " + role} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err = http.Get(url + "/api/v1/traces?project=team_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page = store.ListPage{}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Traces) != 1 || page.Traces[0].ID != tid {
+		t.Errorf("team_a's runs list: %+v; want the trace its schema on --read-db holds", page.Traces)
+	}
 }
