@@ -167,7 +167,6 @@ func (s *Server) projectExists(ctx context.Context, name string) (bool, error) {
 type projectSet struct {
 	mu     sync.Mutex
 	subs   map[string]*Server
-	parts  map[string]*Project
 	opens  map[string]chan struct{} // closed when an open in progress ends
 	closed bool
 }
