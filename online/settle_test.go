@@ -2,6 +2,7 @@ package online_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -265,5 +266,56 @@ func TestSettlingHoldsCheckpointAndIsBounded(t *testing.T) {
 		if got := scoresFor(t, sc, "order-lookup", r.id); got["order-lookup/pass"].Value != 1 {
 			t.Errorf("run %s: %v", r.id, got)
 		}
+	}
+}
+
+// The rules file's settle: is the quiet period when Options.Settle is
+// zero; Options.Settle beyond MaxSettle is refused.
+func TestRulesFileSettle(t *testing.T) {
+	clk := newClock()
+	st := openSQLite(t, dbPath(t))
+	sc := scorerFor(st)
+	eng := startEngine(t, online.Options{Store: st, Scores: sc, Config: parseRules(t, "settle: 150ms\n"+lookupRule), Now: clk.Now})
+	ts := collector(t, st, eng, server.Options{})
+	run := newSpanner(44, 0)
+	postOTLP(t, ts.URL, run.rootSpan())
+	postOTLP(t, ts.URL, run.tool(lookup))
+	postOTLP(t, ts.URL, run.tool(notify))
+	if p := eng.Pending(); p != 1 {
+		t.Fatalf("pending %d, want the run settling", p)
+	}
+	clk.Advance(150 * time.Millisecond) // the file's period, far short of DefaultSettle
+	waitFor(t, "the run's scores", func() bool { return len(scoresFor(t, sc, "order-lookup", run.id)) == 4 })
+
+	if _, err := online.New(online.Options{Store: st, Settle: online.MaxSettle + time.Second}); err == nil || !strings.Contains(err.Error(), "Settle") {
+		t.Errorf("Settle beyond MaxSettle: err = %v", err)
+	}
+}
+
+// BenchmarkEnded is the collector's cost of telling the engine about a
+// commit: 64 traces of 16 records each, every one of them settling (the
+// set full at DefaultQueueSize) so that each trace's records restart its
+// wait. Reported per commit.
+func BenchmarkEnded(b *testing.B) {
+	clk := newClock()
+	st := openSQLite(b, dbPath(b))
+	eng := startEngine(b, online.Options{Store: st, Scores: scorerFor(st), Config: parseRules(b, lookupRule), Settle: online.MaxSettle, Now: clk.Now, SweepEvery: -1})
+	var ends []trace.Record
+	for i := range online.DefaultQueueSize {
+		ends = append(ends, trace.Record{TraceID: traceID(45, i), SpanID: trace.SpanID{1}, Type: trace.TypeRunEnd})
+	}
+	eng.Ended(ends)
+	if p := eng.Pending(); p != online.DefaultQueueSize {
+		b.Fatalf("pending %d", p)
+	}
+	var commit []trace.Record
+	for i := range 64 {
+		for k := range 16 {
+			commit = append(commit, trace.Record{TraceID: traceID(45, i*16), SpanID: trace.SpanID{2, byte(k)}, ParentID: trace.SpanID{1}, Type: trace.TypeToolEnd})
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		eng.Ended(commit)
 	}
 }
