@@ -38,6 +38,14 @@ const (
 	maxBatch = 32
 )
 
+// DefaultSettle is how long a trace whose root run ended must receive no
+// record before it is graded (Options.Settle); MaxSettle bounds
+// Options.Settle and a rules file's settle:.
+const (
+	DefaultSettle = 5 * time.Second
+	MaxSettle     = 10 * time.Minute
+)
+
 // Settings keys: API-made rules under RulePrefix+name, the checkpoint
 // under CheckpointKey.
 const (
@@ -70,10 +78,23 @@ type Options struct {
 	Judge eval.Judge
 	// Prices prices the judge's calls; nil means price.Default.
 	Prices *price.Table
-	// QueueSize bounds the traces waiting for evaluation; when the queue
-	// is full, a trace that ends is not evaluated, and counted as dropped
-	// by every active rule. Zero means DefaultQueueSize.
+	// QueueSize bounds the traces whose root run ended and that wait to
+	// settle (see Settle); when that set is full, a trace that ends is
+	// not evaluated, and counted as dropped by every active rule. It
+	// also bounds the settled traces waiting for a worker: while that
+	// queue is full, settled traces wait in the set, which then fills.
+	// Zero means DefaultQueueSize.
 	QueueSize int
+	// Settle is how long a trace whose root run ended must receive no
+	// record before it is graded, measured on this collector's clock
+	// (Now) from the last commit that brought one of its records, so
+	// that spans exported after their root (an OpenTelemetry
+	// SimpleSpanProcessor exports each span in its own request, several
+	// at once; a trace crosses services) are graded with it. Zero means
+	// Config.Settle, or DefaultSettle when that is zero too; negative
+	// grades a trace as soon as its root run.end is committed. At most
+	// MaxSettle.
+	Settle time.Duration
 	// Workers is how many traces are evaluated at once; zero means
 	// DefaultWorkers.
 	Workers int
@@ -139,6 +160,13 @@ type Engine struct {
 	drops   dropLog // when they were dropped, for DroppedIn
 	// lastIngest is when Ended was last called (unix nanoseconds).
 	lastIngest atomic.Int64
+
+	// settling holds the traces whose root ended and that wait to settle:
+	// when a commit last brought one of their records (Now's clock).
+	// Guarded by mu; at most QueueSize; each is also in pending.
+	settling map[trace.TraceID]time.Time
+	wake     chan struct{} // tells the settler that settling is no longer empty
+	settle   time.Duration // Options.Settle, resolved; 0 waits for nothing
 }
 
 type item struct {
@@ -186,7 +214,8 @@ func New(o Options) (*Engine, error) {
 		return nil, errors.New("online: Options.Store is nil")
 	}
 	e := &Engine{o: o, st: o.Store, log: o.Logger, now: o.Now, rules: map[string]*ruleState{},
-		pending: map[trace.TraceID]pend{}, stale: map[trace.TraceID]struct{}{}}
+		pending: map[trace.TraceID]pend{}, stale: map[trace.TraceID]struct{}{},
+		settling: map[trace.TraceID]time.Time{}, wake: make(chan struct{}, 1)}
 	if e.scores = o.Scores; e.scores == nil {
 		sc, ok := o.Store.(store.Scorer)
 		if !ok {
@@ -225,6 +254,17 @@ func New(o Options) (*Engine, error) {
 	cfg := o.Config
 	if cfg == nil {
 		cfg = &Config{}
+	}
+	switch e.settle = o.Settle; {
+	case e.settle < 0:
+		e.settle = 0
+	case e.settle == 0 && cfg.Settle > 0:
+		e.settle = cfg.Settle
+	case e.settle == 0:
+		e.settle = DefaultSettle
+	}
+	if e.settle > MaxSettle {
+		return nil, fmt.Errorf("online: Options.Settle %s is longer than %s; a trace that waits that long holds the checkpoint and memory", e.settle, MaxSettle)
 	}
 	jc := cfg.Judge
 	if jc.Timeout <= 0 {
@@ -274,47 +314,131 @@ func New(o Options) (*Engine, error) {
 		e.wg.Add(1)
 		go e.worker()
 	}
+	e.wg.Add(1)
+	go e.settler()
 	e.bg.Add(1)
 	go e.background(cp, haveCP)
 	return e, nil
 }
 
-// Ended takes the records just committed by the collector and queues
-// for evaluation the traces whose root run ended among them. It never
-// blocks and does no I/O: when the queue is full, the trace is dropped
-// and counted by every active rule. recs are only read, during the call.
+// Ended takes the records just committed by the collector (every
+// commit's, so that it sees the traces' late records). A trace whose
+// root run ended among them starts to settle: it is queued for
+// evaluation once it has received no record for Options.Settle, each
+// commit that brings one of its records restarting the wait. Ended
+// never blocks and does no I/O: when the settling set is full, the trace
+// is dropped and counted by every active rule. recs are only read,
+// during the call.
 func (e *Engine) Ended(recs []trace.Record) {
-	if e.active.Load() == 0 {
+	if e.active.Load() == 0 || len(recs) == 0 {
 		return
 	}
 	e.lastIngest.Store(time.Now().UnixNano())
-	for i := range recs {
-		r := &recs[i]
-		if r.Type == trace.TypeRunEnd && r.ParentID.IsZero() {
-			e.offer(r.TraceID)
-		}
-	}
-}
-
-func (e *Engine) offer(id trace.TraceID) {
+	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return
 	}
-	it := item{id: id, since: e.now()}
-	select {
-	case e.queue <- it:
-		e.addPending(it)
-	default:
+	var prev trace.TraceID
+	for i := range recs {
+		r := &recs[i]
+		if r.Type == trace.TypeRunEnd && r.ParentID.IsZero() {
+			e.admit(r.TraceID, now)
+		} else if i > 0 && r.TraceID == prev {
+			continue // a commit's records come trace by trace: one look-up a run of them
+		} else if _, ok := e.settling[r.TraceID]; ok {
+			e.settling[r.TraceID] = now
+		}
+		prev = r.TraceID
+	}
+}
+
+// admit starts id settling at now, restarts its wait when it already
+// settles, or drops it when the settling set is full; e.mu is held.
+func (e *Engine) admit(id trace.TraceID, now time.Time) {
+	if _, ok := e.settling[id]; ok {
+		e.settling[id] = now
+		return
+	}
+	if len(e.settling) >= e.o.QueueSize {
 		e.dropped.Add(1)
-		e.drops.add(it.since)
+		e.drops.add(now)
 		for _, rs := range e.rules {
 			if !rs.paused {
 				rs.dropped.Add(1)
 			}
 		}
+		return
 	}
+	e.settling[id] = now
+	e.addPending(item{id: id, since: now})
+	if len(e.settling) == 1 {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// settler queues the traces that settled: those that received no record
+// for e.settle. It waits for room in the queue (the workers' pace), and
+// stops when the engine does; what it has not queued stays pending, so
+// the checkpoint stays before it and a restart catches up.
+func (e *Engine) settler() {
+	defer e.wg.Done()
+	// Deadlines closer together than tick are served by one pass over
+	// the set, so that a busy set is scanned a bounded number of times
+	// per settle period.
+	tick := max(e.settle/16, 10*time.Millisecond)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		due, next := e.settled()
+		for _, it := range due {
+			select {
+			case e.queue <- it:
+			case <-e.stop:
+				return
+			}
+		}
+		var wait <-chan time.Time
+		if !next.IsZero() {
+			timer.Reset(max(next.Sub(e.now()), tick))
+			wait = timer.C
+		}
+		select {
+		case <-e.stop:
+			return
+		case <-e.wake:
+		case <-wait:
+		}
+		timer.Stop()
+	}
+}
+
+// settled takes out of the settling set the traces that settled, oldest
+// first, and returns them with the earliest deadline of those left
+// (zero when none is left).
+func (e *Engine) settled() (due []item, next time.Time) {
+	now := e.now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, last := range e.settling {
+		if dl := last.Add(e.settle); !dl.After(now) {
+			due = append(due, item{id: id, since: last})
+			delete(e.settling, id)
+		} else if next.IsZero() || dl.Before(next) {
+			next = dl
+		}
+	}
+	slices.SortFunc(due, func(a, b item) int {
+		if c := a.since.Compare(b.since); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.id[:]), string(b.id[:]))
+	})
+	return due, next
 }
 
 // addPending registers it; e.mu is held.

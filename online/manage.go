@@ -41,7 +41,7 @@ type Stats struct {
 	Matched   int64 `json:"matched"`   // ended traces its filter selected
 	Sampled   int64 `json:"sampled"`   // of those, the ones sampling kept
 	Evaluated int64 `json:"evaluated"` // graded and stored
-	Dropped   int64 `json:"dropped"`   // ended while the queue was full: not evaluated
+	Dropped   int64 `json:"dropped"`   // ended while the settling set was full: not evaluated
 	Errors    int64 `json:"errors"`    // a grader could not run, or the store failed
 	// JudgeCalls counts the judge's calls; JudgeCostUSDHour is what they
 	// cost in the last hour; UnpricedJudgeCalls were of unknown cost (the
@@ -360,8 +360,8 @@ func (e *Engine) refresh(ctx context.Context) error {
 	return nil
 }
 
-// Dropped returns how many ended traces were not queued because the
-// queue was full, since the engine started.
+// Dropped returns how many ended traces were not evaluated because the
+// settling set was full (Options.QueueSize), since the engine started.
 func (e *Engine) Dropped() int64 { return e.dropped.Load() }
 
 // DroppedIn returns how many ended traces were dropped in the window
@@ -407,7 +407,8 @@ func (l *dropLog) count(now time.Time, window time.Duration) int64 {
 	return n
 }
 
-// Pending returns how many traces are queued or being evaluated.
+// Pending returns how many traces wait to settle, are queued or are being
+// evaluated.
 func (e *Engine) Pending() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -29,11 +29,16 @@ const (
 	MaxRuleNameBytes  = 64
 )
 
-// Config is a parsed rules file: the judge its LLM graders use and its
-// rules. The zero value has no rules and no judge.
+// Config is a parsed rules file: the judge its LLM graders use, how long
+// a trace must stay quiet before it is graded, and its rules. The zero
+// value has no rules and no judge.
 type Config struct {
 	// Judge is the model that grades the LLM graders of every rule.
 	Judge JudgeConfig
+	// Settle is the file's settle: how long after the last record of a
+	// trace whose root run ended the trace is graded (see
+	// Options.Settle); 0 means DefaultSettle.
+	Settle time.Duration
 	// Rules are the file's rules, in file order.
 	Rules []*Rule
 }
@@ -122,11 +127,12 @@ type rawJudge struct {
 }
 
 type rawFile struct {
-	Judge *rawJudge `yaml:"judge"`
-	Rules []rawRule `yaml:"rules"`
+	Judge  *rawJudge `yaml:"judge"`
+	Settle string    `yaml:"settle"`
+	Rules  []rawRule `yaml:"rules"`
 }
 
-const keysHint = "a rules file holds judge: (model, base_url, api_key_env, timeout, concurrency) and rules:, each rule name, filter, sample, budget_usd_per_hour, criteria, threshold and assertions"
+const keysHint = "a rules file holds judge: (model, base_url, api_key_env, timeout, concurrency), settle: and rules:, each rule name, filter, sample, budget_usd_per_hour, criteria, threshold and assertions"
 
 const fileHint = `write "rules:", a list of rules with name:, filter:, sample: and assertions: (and "judge:" with model: for LLM graders)`
 
@@ -147,7 +153,7 @@ func ParseFile(path string) (*Config, error) {
 }
 
 // Parse parses a rules file: a judge: block (model, base_url, timeout,
-// concurrency) and a rules: list, each rule a name, a filter, a sample
+// concurrency), settle: (a duration up to MaxSettle) and a rules: list, each rule a name, a filter, a sample
 // rate, a budget, criteria, a threshold and assertions written as in an
 // AgentV eval file. name is the file as errors name it. Every error
 // begins with file:line:column and says what to do; all of a file's
@@ -181,6 +187,14 @@ func Parse(name string, data []byte) (*Config, error) {
 		}
 		if c.Judge.Model == "" {
 			errs = append(errs, fmt.Errorf("%s: judge has no model; write model: PROVIDER:MODEL (e.g. openai:gpt-4o-mini), as loupe eval --judge-model takes it", at("$.judge")))
+		}
+	}
+	if raw.Settle != "" {
+		d, err := store.ParseDuration(raw.Settle)
+		if err != nil || d <= 0 || d > MaxSettle {
+			errs = append(errs, fmt.Errorf("%s: settle %q is not a positive duration of at most %s; write how long a trace must receive nothing after its root run ended before it is graded, e.g. 5s", at("$.settle"), raw.Settle, MaxSettle))
+		} else {
+			c.Settle = d
 		}
 	}
 	if len(raw.Rules) == 0 {

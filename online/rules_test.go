@@ -18,7 +18,7 @@ func TestParseRulesFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Judge.Model != "openai:gpt-4o-mini" || cfg.Judge.Concurrency != 2 || cfg.Judge.Timeout.Seconds() != 30 || len(cfg.Rules) != 2 {
+	if cfg.Judge.Model != "openai:gpt-4o-mini" || cfg.Judge.Concurrency != 2 || cfg.Judge.Timeout.Seconds() != 30 || cfg.Settle.Seconds() != 5 || len(cfg.Rules) != 2 {
 		t.Fatalf("config %+v", cfg)
 	}
 	r := cfg.Rules[1]

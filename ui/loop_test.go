@@ -59,8 +59,10 @@ rules:
 
 // TestProductionLoop runs the whole production loop for real: the
 // OpenTelemetry JS SDK sends a three-run conversation with session.id
-// and user.id over OTLP to a collector that requires keys; the
-// collector's online rules grade each run as it ends (a tool-trajectory
+// and user.id over OTLP to a collector that requires keys, each span in
+// its own request (its SimpleSpanProcessor), each run's root first; the
+// collector's online rules grade each run once it has settled, with the
+// spans that came after its root (a tool-trajectory
 // grader, and an LLM judge served over HTTP by an OpenAI-compatible
 // server); the scores are read and searched through the API; headless
 // Chromium, signed in with a read key, shows the session's runs, a run's
@@ -154,7 +156,7 @@ func TestProductionLoop(t *testing.T) {
 		}
 	}
 
-	// The rules grade each run as it ends: runs 1 and 2 book (the
+	// The rules grade each run once it settles: runs 1 and 2 book (the
 	// trajectory rule's filter), all three are of the session (the
 	// judge's). Three scores a rule and run: the grader's, score, pass.
 	scored := map[string]map[string]store.Score{} // by trace, by name

@@ -1,5 +1,6 @@
 // Sends one conversation of a booking assistant to a Loupe collector with
-// the OpenTelemetry JS SDK (OTLP/HTTP protobuf, gzip; one request a run),
+// the OpenTelemetry JS SDK (OTLP/HTTP protobuf, gzip; one request a span,
+// several in flight at once, as its SimpleSpanProcessor exports them),
 // as the OpenTelemetry GenAI conventions write it: three runs (traces),
 // each an invoke_agent span with the user's question and the answer, a
 // chat span, and the tools the agent called. session.id and user.id sit on the chat span
@@ -13,7 +14,7 @@
 // Prints {"session", "user", "traces": [the runs' trace ids, in order]}.
 // Usage: node conversation.mjs URL SESSION USER [API_KEY]
 import { trace, context, SpanKind } from '@opentelemetry/api';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 
@@ -29,11 +30,12 @@ const exporter = new OTLPTraceExporter({
 });
 const provider = new BasicTracerProvider({
   resource: resourceFromAttributes({ 'service.name': 'booking-assistant' }),
-  // A batch processor, as production setups use, flushed after each run:
-  // each run goes in one request, in order. (SimpleSpanProcessor exports
-  // every span in its own request, concurrently, so a run's root span can
-  // arrive before its children.)
-  spanProcessors: [new BatchSpanProcessor(exporter)],
+  // The simple processor exports every span in its own request as the
+  // span ends, without waiting for the requests before it: a run's root
+  // span can reach the collector before its children, which the
+  // collector's online rules must still see (they grade a run once it
+  // has settled, not when its root arrives).
+  spanProcessors: [new SimpleSpanProcessor(exporter)],
 });
 const tracer = provider.getTracer('loupe-js-conversation', '1.0.0');
 const messages = (role, text) => JSON.stringify([{ role, parts: [{ type: 'text', content: text }] }]);
@@ -41,7 +43,10 @@ const messages = (role, text) => JSON.stringify([{ role, parts: [{ type: 'text',
 // One run, at + its offsets in milliseconds from start: the root span, a
 // chat span that asks for the tools, and one execute_tool span per call,
 // each after the one before. ids go on the chat span, or on the root when
-// onRoot.
+// onRoot. The root span is ended (with its own end time) before its
+// children, so that its request leaves first and the collector commits
+// the run's end before its tools, as happens when a root's export
+// overtakes its children's.
 const turn = (start, question, answer, tools, ids, onRoot) => {
   const at = (ms) => new Date(start + ms);
   const rootAttrs = {
@@ -51,22 +56,24 @@ const turn = (start, question, answer, tools, ids, onRoot) => {
   if (onRoot) Object.assign(rootAttrs, ids);
   const root = tracer.startSpan('invoke_agent concierge', { attributes: rootAttrs, kind: SpanKind.INTERNAL, startTime: at(0) });
   const ctx = trace.setSpan(context.active(), root);
+  const children = [];
   const chatAttrs = {
     'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o-mini',
     'gen_ai.usage.input_tokens': 120, 'gen_ai.usage.output_tokens': 15,
   };
   if (!onRoot) Object.assign(chatAttrs, ids);
-  tracer.startSpan('chat gpt-4o-mini', { attributes: chatAttrs, kind: SpanKind.CLIENT, startTime: at(5) }, ctx).end(at(25));
+  children.push([tracer.startSpan('chat gpt-4o-mini', { attributes: chatAttrs, kind: SpanKind.CLIENT, startTime: at(5) }, ctx), at(25)]);
   tools.forEach(([name, args, result], i) => {
-    tracer.startSpan('execute_tool ' + name, {
+    children.push([tracer.startSpan('execute_tool ' + name, {
       attributes: {
         'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name,
         'gen_ai.tool.call.arguments': JSON.stringify(args), 'gen_ai.tool.call.result': JSON.stringify(result),
       },
       startTime: at(30 + 20 * i),
-    }, ctx).end(at(40 + 20 * i));
+    }, ctx), at(40 + 20 * i)]);
   });
   root.end(at(100));
+  for (const [span, end] of children) span.end(end);
   return root.spanContext().traceId;
 };
 
