@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -71,7 +72,10 @@ func watchCommits(st store.Store, h *hub, log *slog.Logger) (stop func()) {
 	warn := func(err error) {
 		log.Warn("live streams: not told of other collectors' commits, trying again; until then their records show only when a stream starts", "err", err)
 	}
-	if err := cw.WatchCommits(ctx, store.CommitWatch{Commit: f.commit, Lost: h.resync, Error: warn}); err != nil {
+	if err := cw.WatchCommits(ctx, store.CommitWatch{Commit: f.commit, Lost: h.resync, Error: warn}); errors.Is(err, errors.ErrUnsupported) {
+		cancel()
+		return func() {}
+	} else if err != nil {
 		warn(err)
 	}
 	return cancel

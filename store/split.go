@@ -96,6 +96,7 @@ var (
 	_ SessionLister = (*split)(nil)
 	_ WindowStater  = (*split)(nil)
 	_ Configurable  = (*split)(nil)
+	_ CommitWatcher = (*split)(nil)
 	_ GroupAppender = (*splitGroups)(nil)
 )
 
@@ -242,4 +243,18 @@ type splitGroups struct {
 
 func (s *splitGroups) AppendGroups(ctx context.Context, groups [][]trace.Record) ([]int, error) {
 	return s.ga.AppendGroups(ctx, groups)
+}
+
+// WatchCommits implements CommitWatcher with the primary's notices, which
+// the primary sends as it commits; the records they name are read back
+// through the split, from the replica, so a replica that lags behind may
+// miss the first read-back (the trace's stream then catches up when it
+// starts again). A primary that cannot tell its commits makes it return
+// an error wrapping errors.ErrUnsupported.
+func (s *split) WatchCommits(ctx context.Context, w CommitWatch) error {
+	cw, ok := s.Store.(CommitWatcher)
+	if !ok {
+		return fmt.Errorf("store.Split: the primary (%T) cannot tell its commits: %w", s.Store, errors.ErrUnsupported)
+	}
+	return cw.WatchCommits(ctx, w)
 }
