@@ -92,9 +92,10 @@ var readmeCommands = map[string]step{
 	"loupe traces export --since 24h -o last-day.jsonl":                      {files: []string{"last-day.jsonl"}},
 	"loupe traces import run.jsonl static-trace.json session.trace.json otel-traces.jsonl": {
 		want: []string{"run.jsonl: loupe", "static-trace.json: agentv", "session.trace.json: omni", "otel-traces.jsonl: otel-jsonl"}},
-	"loupe traces rm 2d9e96bf87fe":                            {after: "loupe traces import run.jsonl"},
-	"loupe traces prune --older-than 720h":                    {},
-	"loupe --db postgres://loupe@db.internal/loupe traces ls": {}, // against LOUPE_TEST_POSTGRES; testrepo.Missing without it
+	"loupe traces rm 2d9e96bf87fe":                                          {after: "loupe traces import run.jsonl"},
+	"loupe traces prune --older-than 720h":                                  {},
+	"loupe --db postgres://loupe@db.internal/loupe traces import run.jsonl": {want: []string{"run.jsonl: loupe"}}, // against LOUPE_TEST_POSTGRES; testrepo.Missing without it
+	"loupe --db postgres://loupe@db.internal/loupe traces ls":               {want: []string{"ID", "NAME"}},
 	// Send traces from any agent.
 	"loupe serve": {serve: true},
 	"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py":                                        {skip: "my_agent.py is the reader's own agent"},
