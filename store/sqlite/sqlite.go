@@ -13,6 +13,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -21,7 +22,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -666,15 +667,10 @@ func (tx *writeTx) rollback() {
 // of up to insertChunk records (per-statement overhead, not SQLite,
 // dominates single-row inserts), counts in counts each group's records
 // actually inserted (not already stored, nor earlier in groups) and
-// returns them and the text index rows for them, as a JSON array
-// [[id, body], …].
-func (tx *writeTx) insertRecords(groups []*group, n int, counts []int) (added []*trace.Record, fts []byte, err error) {
+// returns them and the text index rows for them.
+func (tx *writeTx) insertRecords(groups []*group, n int, counts []int) (added []*trace.Record, fts []textRow, err error) {
 	added = make([]*trace.Record, 0, n)
-	// The text index gets every new row in one statement at the end: FTS5
-	// flushes its pending terms to a new segment at every statement
-	// boundary, so one statement per batch makes one segment, not one per
-	// chunk.
-	fts = []byte{'['}
+	fts = make([]textRow, 0, n)
 	var c chunkBuf
 	c.idx = make(map[recKey]int, insertChunk)
 	start := 0
@@ -700,14 +696,7 @@ func (tx *writeTx) insertRecords(groups []*group, n int, counts []int) (added []
 			added = append(added, &g.recs[row.i])
 			counts[row.group]++
 			if body := g.body(row.i); len(body) > 0 {
-				if len(fts) > 1 {
-					fts = append(fts, ',')
-				}
-				fts = append(fts, '[')
-				fts = strconv.AppendInt(fts, id, 10)
-				fts = append(fts, ',')
-				fts = append(fts, body...)
-				fts = append(fts, ']')
+				fts = append(fts, textRow{id, body})
 			}
 		}
 		rows.Close()
@@ -763,16 +752,47 @@ func (c *chunkBuf) reset() {
 	clear(c.idx)
 }
 
-// indexText inserts the text index rows collected by insertRecords, as one
-// JSON array parameter.
-func (tx *writeTx) indexText(fts []byte) error {
-	if len(fts) <= 1 {
-		return nil
-	}
-	fts = append(fts, ']')
-	err := tx.exec(tx.ctx, "INSERT INTO records_fts (rowid, body) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", string(fts))
-	if err != nil {
-		return fmt.Errorf("append to %s: index records: %w", tx.s.db.Name, err)
+// textRow is a text index row: a stored record's id and its body as a
+// JSON string.
+type textRow struct {
+	id   int64
+	body []byte
+}
+
+// maxTextGap is the most ids without a text index row (records without
+// text) that one text index statement spans.
+const maxTextGap = 256
+
+// indexText inserts the text index rows collected by insertRecords. The
+// text index gets them in one statement: FTS5 flushes its pending terms to
+// a new segment at every statement boundary, so one statement per batch
+// makes one segment, not one per chunk. The statement takes the bodies as
+// one JSON array whose element k is the body of id base+k (null for an id
+// without text), which SQLite parses once; the ids of a transaction's new
+// records follow each other, so one statement holds them all, and a gap of
+// more than maxTextGap ids starts another.
+func (tx *writeTx) indexText(fts []textRow) error {
+	slices.SortFunc(fts, func(a, b textRow) int { return cmp.Compare(a.id, b.id) })
+	var arr []byte
+	for start := 0; start < len(fts); {
+		base := fts[start].id
+		arr = append(arr[:0], '[')
+		end := start
+		for ; end < len(fts) && (end == start || fts[end].id-fts[end-1].id-1 <= maxTextGap); end++ {
+			if end > start {
+				arr = append(arr, ',')
+				for k := fts[end-1].id + 1; k < fts[end].id; k++ {
+					arr = append(arr, "null,"...)
+				}
+			}
+			arr = append(arr, fts[end].body...)
+		}
+		arr = append(arr, ']')
+		err := tx.exec(tx.ctx, "INSERT INTO records_fts (rowid, body) SELECT ?2 + key, value FROM json_each(?1) WHERE type = 'text'", string(arr), base)
+		if err != nil {
+			return fmt.Errorf("append to %s: index records: %w", tx.s.db.Name, err)
+		}
+		start = end
 	}
 	return nil
 }

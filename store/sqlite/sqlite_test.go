@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/loupe-dev/loupe/store"
+	"github.com/loupe-dev/loupe/store/internal/sqlstore"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/store/storetest"
 	"github.com/loupe-dev/loupe/trace"
@@ -89,4 +91,46 @@ func TestScores(t *testing.T) {
 	storetest.CheckScores(t, func(t *testing.T) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "loupe.db"))
 	})
+}
+
+// TestTextIndexAcrossGaps: the text index statement of an append spans
+// the new records' ids, with a hole for each record without text; a run
+// of more records without text than it spans starts another statement,
+// and the records on both sides are found by their own ids.
+func TestTextIndexAcrossGaps(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "loupe.db"))
+	run := storetest.Gen(storetest.Spec{Name: "gaps", Steps: 300, ToolOut: "answer"})
+	var recs []trace.Record
+	var last trace.Record
+	for i, r := range run {
+		switch {
+		case i == 0:
+			recs = append(recs, r) // the run's start: "question about gaps"
+		case sqlstore.Body(&r) == "":
+			recs = append(recs, r)
+		case r.Type == trace.TypeToolEnd:
+			last = r // the last tool end: "answer"
+		}
+	}
+	if len(recs) < 2+2*256 {
+		t.Fatalf("only %d records without text", len(recs)-1)
+	}
+	// Two gaps of more than 256 ids without text: the first record, the
+	// last tool end in the middle, then more without text.
+	recs = slices.Insert(recs, len(recs)/2, last)
+	if _, err := s.Append(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		word string
+		want trace.Record
+	}{{"question", run[0]}, {"answer", last}} {
+		page, err := s.Search(context.Background(), store.Query{Words: []string{tt.word}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Hits) != 1 || page.Hits[0].Seq != tt.want.Seq {
+			t.Errorf("search %q: %+v, want the record of seq %d alone", tt.word, page.Hits, tt.want.Seq)
+		}
+	}
 }
