@@ -25,7 +25,10 @@ import (
 // them, and hands the lead to the first request that arrived meanwhile.
 // A request is answered only after its records are committed, and a
 // failed batch is retried request by request, so that a failure fails
-// only the requests it touched.
+// only the requests it touched. The queue is first come, first
+// committed: a request that arrives while a commit runs waits for that
+// commit and goes in the next, and a batch cut at maxGroupRecords leaves
+// the latest arrivals at the head of the queue for the next one.
 
 // maxGroupRecords bounds the records of one group commit (a request
 // larger than that still commits, alone).

@@ -6,8 +6,11 @@
 // The database runs in WAL mode with synchronous=NORMAL, so a committed
 // Append survives the writing process being killed (only an OS crash or
 // power loss can lose the last commits), and readers never block the
-// writer. Writes within one process are serialized by a mutex; writers in
-// several processes wait on each other through busy_timeout. Text search
+// writer. Writes within one process are serialized by a mutex, held for
+// the inserts only: records are encoded before it is taken, and the WAL
+// is checkpointed by a goroutine of the store beside the appends, not
+// inside their commits. Writers in several processes wait on each other
+// through busy_timeout. Text search
 // uses an FTS5 index (contentless, with deletes) over each record's name,
 // error, input, output and thinking.
 package sqlite
