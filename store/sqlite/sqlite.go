@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -244,6 +245,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err == nil {
 		_, err = s.wconn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0")
 	}
+	if err == nil {
+		_, err = cconn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.Itoa(int(walRestartWait.Milliseconds())))
+	}
 	if err != nil {
 		if cconn != nil {
 			cconn.Close()
@@ -253,47 +257,56 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	s.ckpt, s.ckptd = make(chan struct{}, 1), make(chan struct{})
-	go s.checkpointer(cconn, s.ckpt)
+	go s.checkpointer(cconn, s.ckpt, walRestartFrames)
 	return s, nil
 }
 
 // walRestartFrames is the size of the WAL, in pages, past which the
-// checkpointer finishes a checkpoint under the write lock, so that the
-// next append writes the WAL from its start again: 32 MiB at SQLite's
-// default 4 KiB page.
-const walRestartFrames = 8192
+// checkpointer checkpoints under the write lock, so that the next append
+// writes the WAL from its start again: 32 MiB at SQLite's default 4 KiB
+// page. Tests lower it before opening a store.
+var walRestartFrames int64 = 8192
+
+// walRestartWait is the longest the checkpointer waits, holding the write
+// lock, for reads that began before its checkpoint to end.
+const walRestartWait = 50 * time.Millisecond
 
 // checkpointer copies the pages that appends write to the WAL into the
 // database file (a passive checkpoint), on its own connection, after
 // every commit and while the next one is being written: SQLite lets a
 // checkpoint run beside a writer, so appends (which do not checkpoint
 // themselves: wal_autocheckpoint is off on their connection) never wait
-// for one. The WAL only restarts from its beginning when a write starts
-// with every page of it checkpointed, which a checkpoint running beside
-// continuous writes rarely sees; so once the WAL holds walRestartFrames
-// pages, the checkpointer checkpoints once more holding the write lock,
-// which copies only what was written since its previous pass. It stops
-// when commits (s.ckpt) is closed (Close).
-func (s *Store) checkpointer(conn *sql.Conn, commits <-chan struct{}) {
+// for one. The WAL only starts over from its beginning when a write
+// begins with every page of it copied and no read using it, which a
+// checkpoint beside continuous writes rarely leaves; so once the WAL
+// holds walRestartFrames pages, the checkpointer checkpoints once more
+// holding the write lock (RESTART: it copies what was written since its
+// previous pass, then waits up to walRestartWait for the reads that still
+// use the WAL), so that the next append starts it over. It stops when
+// commits is closed (Close). restartFrames is walRestartFrames when the
+// store was opened.
+func (s *Store) checkpointer(conn *sql.Conn, commits <-chan struct{}, restartFrames int64) {
 	defer close(s.ckptd)
 	defer conn.Close()
 	ctx := context.Background()
-	checkpoint := func() (frames int64, err error) {
+	checkpoint := func(mode string) (frames int64, err error) {
 		var busy, ckpted int64
-		err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &ckpted)
+		err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &ckpted)
 		return frames, err
 	}
 	for range commits {
 		// An error (another process checkpointing, the disk) leaves the
 		// pages in the WAL, where they are as safe; the next commit tries
 		// again.
-		frames, err := checkpoint()
-		if err != nil || frames < walRestartFrames {
+		frames, err := checkpoint("PASSIVE")
+		if err != nil || frames < restartFrames {
 			continue
 		}
 		s.wmu.Lock()
 		if s.wconn != nil {
-			checkpoint()
+			// A read that outlasts the wait leaves the WAL as it is, to be
+			// started over after a later commit.
+			checkpoint("RESTART")
 		}
 		s.wmu.Unlock()
 	}
