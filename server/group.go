@@ -14,13 +14,21 @@ import (
 // request makes requests queue behind each other's commits; one per
 // batch of waiting requests pays the commit once.
 //
+// Each request prepares its records (store.GroupAppender.PrepareGroup:
+// validation and encoding) before it queues, in its own goroutine, so
+// that this work runs while another commit holds the store's write lock
+// and the commit itself is only the inserts.
+//
 // There is no batching window and no goroutine of its own: the first
 // request to arrive when no commit runs leads, commits every request
 // waiting then (itself included, up to maxGroupRecords records), answers
 // them, and hands the lead to the first request that arrived meanwhile.
 // A request is answered only after its records are committed, and a
 // failed batch is retried request by request, so that a failure fails
-// only the requests it touched.
+// only the requests it touched. The queue is first come, first
+// committed: a request that arrives while a commit runs waits for that
+// commit and goes in the next, and a batch cut at maxGroupRecords leaves
+// the latest arrivals at the head of the queue for the next one.
 
 // maxGroupRecords bounds the records of one group commit (a request
 // larger than that still commits, alone).
@@ -34,9 +42,9 @@ type grouper struct {
 }
 
 type commitReq struct {
-	ctx  context.Context
-	recs []trace.Record
-	res  chan commitRes // 1-buffered: one answer, or the lead
+	ctx   context.Context
+	group store.Group
+	res   chan commitRes // 1-buffered: one answer, or the lead
 }
 
 type commitRes struct {
@@ -48,7 +56,11 @@ type commitRes struct {
 // append commits recs with whatever other requests are waiting and
 // returns how many of recs were new.
 func (g *grouper) append(ctx context.Context, recs []trace.Record) (int, error) {
-	req := &commitReq{ctx: ctx, recs: recs, res: make(chan commitRes, 1)}
+	group, err := g.st.PrepareGroup(recs)
+	if err != nil {
+		return 0, err
+	}
+	req := &commitReq{ctx: ctx, group: group, res: make(chan commitRes, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, req)
 	lead := !g.busy
@@ -71,8 +83,8 @@ func (g *grouper) append(ctx context.Context, recs []trace.Record) (int, error) 
 func (g *grouper) commitWaiting(ctx context.Context) {
 	g.mu.Lock()
 	n, size := 0, 0
-	for n < len(g.pending) && (n == 0 || size+len(g.pending[n].recs) <= maxGroupRecords) {
-		size += len(g.pending[n].recs)
+	for n < len(g.pending) && (n == 0 || size+len(g.pending[n].group.Records()) <= maxGroupRecords) {
+		size += len(g.pending[n].group.Records())
 		n++
 	}
 	batch := g.pending[:n:n]
@@ -92,9 +104,9 @@ func (g *grouper) commitWaiting(ctx context.Context) {
 	// client leaving must not cancel it.
 	cctx := context.WithoutCancel(ctx)
 	if len(live) > 0 {
-		groups := make([][]trace.Record, len(live))
+		groups := make([]store.Group, len(live))
 		for i, req := range live {
-			groups[i] = req.recs
+			groups[i] = req.group
 		}
 		counts, err := g.st.AppendGroups(cctx, groups)
 		switch {
@@ -107,7 +119,7 @@ func (g *grouper) commitWaiting(ctx context.Context) {
 		default:
 			// Which request is at fault? Each on its own.
 			for _, req := range live {
-				counts, err := g.st.AppendGroups(cctx, [][]trace.Record{req.recs})
+				counts, err := g.st.AppendGroups(cctx, []store.Group{req.group})
 				if err != nil {
 					req.res <- commitRes{err: err}
 				} else {

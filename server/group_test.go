@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/loupe-dev/loupe/store"
-	"github.com/loupe-dev/loupe/trace"
 )
 
 // countingGroups counts the transactions of a GroupAppender and how many
@@ -23,14 +22,14 @@ type countingGroups struct {
 
 // AppendGroups fails, storing nothing, when a group holds a record named
 // "poison", as a store fails on data it cannot take.
-func (c *countingGroups) AppendGroups(ctx context.Context, g [][]trace.Record) ([]int, error) {
+func (c *countingGroups) AppendGroups(ctx context.Context, g []store.Group) ([]int, error) {
 	if c.gate != nil {
 		<-c.gate
 	}
 	c.calls.Add(1)
 	c.groups.Add(int64(len(g)))
-	for _, recs := range g {
-		for _, r := range recs {
+	for _, grp := range g {
+		for _, r := range grp.Records() {
 			if r.Name == "poison" {
 				return nil, errors.New("the store cannot take this")
 			}

@@ -241,7 +241,11 @@ type splitGroups struct {
 	ga GroupAppender
 }
 
-func (s *splitGroups) AppendGroups(ctx context.Context, groups [][]trace.Record) ([]int, error) {
+func (s *splitGroups) PrepareGroup(recs []trace.Record) (Group, error) {
+	return s.ga.PrepareGroup(recs)
+}
+
+func (s *splitGroups) AppendGroups(ctx context.Context, groups []Group) ([]int, error) {
 	return s.ga.AppendGroups(ctx, groups)
 }
 

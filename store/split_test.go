@@ -9,7 +9,6 @@ import (
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/sqlite"
 	"github.com/loupe-dev/loupe/store/storetest"
-	"github.com/loupe-dev/loupe/trace"
 )
 
 // TestSplitGroups splits two SQLite stores (the replica another file,
@@ -43,7 +42,15 @@ func TestSplitGroups(t *testing.T) {
 		t.Fatalf("the split of a SQLite primary is not a GroupAppender")
 	}
 	a, b := storetest.Gen(storetest.Spec{Name: "a"}), storetest.Gen(storetest.Spec{Name: "b"})
-	n, err := ga.AppendGroups(ctx, [][]trace.Record{a, b})
+	ga1, err := ga.PrepareGroup(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb, err := ga.PrepareGroup(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := ga.AppendGroups(ctx, []store.Group{ga1, gb})
 	if err != nil || len(n) != 2 || n[0] != len(a) || n[1] != len(b) {
 		t.Fatalf("AppendGroups: %v, %v", n, err)
 	}

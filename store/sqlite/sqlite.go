@@ -6,13 +6,17 @@
 // The database runs in WAL mode with synchronous=NORMAL, so a committed
 // Append survives the writing process being killed (only an OS crash or
 // power loss can lose the last commits), and readers never block the
-// writer. Writes within one process are serialized by a mutex; writers in
-// several processes wait on each other through busy_timeout. Text search
+// writer. Writes within one process are serialized by a mutex, held for
+// the inserts only: records are encoded before it is taken, and the WAL
+// is checkpointed by a goroutine of the store beside the appends, not
+// inside their commits. Writers in several processes wait on each other
+// through busy_timeout. Text search
 // uses an FTS5 index (contentless, with deletes) over each record's name,
 // error, input, output and thinking.
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -21,6 +25,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,6 +194,8 @@ type Store struct {
 	wmu   sync.Mutex           // serializes this process's write transactions; guards the fields below
 	wconn *sql.Conn            // the connection Append writes on, with its statements prepared once
 	stmts map[string]*sql.Stmt // prepared on wconn, by SQL text
+	ckpt  chan struct{}        // 1-buffered: a commit on wconn wrote to the WAL (nil once closed)
+	ckptd chan struct{}        // closed when the checkpointer has stopped
 }
 
 var (
@@ -232,7 +239,77 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	s.stmts = map[string]*sql.Stmt{}
+	// Appends do not checkpoint the WAL themselves: the checkpointer
+	// does, beside them.
+	cconn, err := s.db.SQL.Conn(ctx)
+	if err == nil {
+		_, err = s.wconn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0")
+	}
+	if err == nil {
+		_, err = cconn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.Itoa(int(walRestartWait.Milliseconds())))
+	}
+	if err != nil {
+		if cconn != nil {
+			cconn.Close()
+		}
+		s.wconn.Close()
+		s.db.SQL.Close()
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	s.ckpt, s.ckptd = make(chan struct{}, 1), make(chan struct{})
+	go s.checkpointer(cconn, s.ckpt, walRestartFrames)
 	return s, nil
+}
+
+// walRestartFrames is the size of the WAL, in pages, past which the
+// checkpointer checkpoints under the write lock, so that the next append
+// writes the WAL from its start again: 32 MiB at SQLite's default 4 KiB
+// page. Tests lower it before opening a store.
+var walRestartFrames int64 = 8192
+
+// walRestartWait is the longest the checkpointer waits, holding the write
+// lock, for reads that began before its checkpoint to end.
+const walRestartWait = 50 * time.Millisecond
+
+// checkpointer copies the pages that appends write to the WAL into the
+// database file (a passive checkpoint), on its own connection, after
+// every commit and while the next one is being written: SQLite lets a
+// checkpoint run beside a writer, so appends (which do not checkpoint
+// themselves: wal_autocheckpoint is off on their connection) never wait
+// for one. The WAL only starts over from its beginning when a write
+// begins with every page of it copied and no read using it, which a
+// checkpoint beside continuous writes rarely leaves; so once the WAL
+// holds walRestartFrames pages, the checkpointer checkpoints once more
+// holding the write lock (RESTART: it copies what was written since its
+// previous pass, then waits up to walRestartWait for the reads that still
+// use the WAL), so that the next append starts it over. It stops when
+// commits is closed (Close). restartFrames is walRestartFrames when the
+// store was opened.
+func (s *Store) checkpointer(conn *sql.Conn, commits <-chan struct{}, restartFrames int64) {
+	defer close(s.ckptd)
+	defer conn.Close()
+	ctx := context.Background()
+	checkpoint := func(mode string) (frames int64, err error) {
+		var busy, ckpted int64
+		err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &ckpted)
+		return frames, err
+	}
+	for range commits {
+		// An error (another process checkpointing, the disk) leaves the
+		// pages in the WAL, where they are as safe; the next commit tries
+		// again.
+		frames, err := checkpoint("PASSIVE")
+		if err != nil || frames < restartFrames {
+			continue
+		}
+		s.wmu.Lock()
+		if s.wconn != nil {
+			// A read that outlasts the wait leaves the WAL as it is, to be
+			// started over after a later commit.
+			checkpoint("RESTART")
+		}
+		s.wmu.Unlock()
+	}
 }
 
 // OpenReadOnly opens the existing SQLite store at dsn for reading only: it
@@ -413,59 +490,97 @@ func (s *Store) Append(ctx context.Context, recs []trace.Record) (int, error) {
 // appendValid is Append once recs are validated. Tests call it directly
 // to write what versions before some check could store.
 func (s *Store) appendValid(ctx context.Context, recs []trace.Record) (int, error) {
-	added, err := s.insert(ctx, recs)
-	return len(added), err
+	counts, err := s.insert(ctx, []*group{s.encode(recs)})
+	if err != nil {
+		return 0, err
+	}
+	return counts[0], nil
+}
+
+// group is records encoded ahead of the write lock (PrepareGroup, and
+// Append before it takes the lock): each record's JSON document and its
+// text index body as a JSON string, so that the lock is held for the
+// inserts only and concurrent requests encode in parallel.
+type group struct {
+	s    *Store
+	recs []trace.Record
+	docs []byte // the records' documents, back to back
+	text []byte // the records' text index bodies as JSON strings, back to back
+	offs []int  // 2 per record: where its document and its text end
+}
+
+// Records implements store.Group.
+func (g *group) Records() []trace.Record { return g.recs }
+
+// doc and body return record i's encoded document and text index body
+// ("" when it has no text: iteration marks, a third of a typical run).
+func (g *group) doc(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = g.offs[2*i-2]
+	}
+	return g.docs[start:g.offs[2*i]]
+}
+
+func (g *group) body(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = g.offs[2*i-1]
+	}
+	return g.text[start:g.offs[2*i+1]]
+}
+
+// encode encodes recs, validated, into a group.
+func (s *Store) encode(recs []trace.Record) *group {
+	g := &group{s: s, recs: recs, offs: make([]int, 0, 2*len(recs))}
+	for i := range recs {
+		r := &recs[i]
+		g.docs = r.AppendJSON(g.docs)
+		if body := sqlstore.Body(r); body != "" {
+			g.text = trace.AppendString(g.text, body)
+		}
+		g.offs = append(g.offs, len(g.docs), len(g.text))
+	}
+	return g
+}
+
+// PrepareGroup implements store.GroupAppender: it validates and encodes
+// recs without taking the write lock.
+func (s *Store) PrepareGroup(recs []trace.Record) (store.Group, error) {
+	if err := sqlstore.Validate(recs); err != nil {
+		return nil, err
+	}
+	return s.encode(recs), nil
 }
 
 // AppendGroups implements store.GroupAppender: the groups in one
-// immediate transaction, each group's new records counted by where the
-// inserted rows lie in the concatenation.
-func (s *Store) AppendGroups(ctx context.Context, groups [][]trace.Record) ([]int, error) {
+// immediate transaction, each group's new records counted by the group
+// of the rows the inserts return.
+func (s *Store) AppendGroups(ctx context.Context, groups []store.Group) ([]int, error) {
 	if s.db.ReadOnly != nil {
 		return nil, s.db.ReadOnly
 	}
-	n := 0
-	for _, g := range groups {
-		n += len(g)
-	}
-	all := make([]trace.Record, 0, n)
-	for _, g := range groups {
-		all = append(all, g...)
-	}
-	if err := sqlstore.Validate(all); err != nil {
-		return nil, err
-	}
-	added, err := s.insert(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	// A record is new in the first group that holds it (ON CONFLICT DO
-	// NOTHING keeps the first of duplicates).
-	type key struct {
-		id  trace.TraceID
-		seq uint64
-	}
-	first := make(map[key]int, n)
+	gs := make([]*group, len(groups))
 	for i, g := range groups {
-		for j := range g {
-			k := key{g[j].TraceID, g[j].Seq}
-			if _, ok := first[k]; !ok {
-				first[k] = i
-			}
+		sg, ok := g.(*group)
+		if !ok || sg.s != s {
+			return nil, fmt.Errorf("append to %s: group %d was not prepared by this store's PrepareGroup", s.db.Name, i)
 		}
+		gs[i] = sg
 	}
-	counts := make([]int, len(groups))
-	for _, r := range added {
-		counts[first[key{r.TraceID, r.Seq}]]++
-	}
-	return counts, nil
+	return s.insert(ctx, gs)
 }
 
-// insert appends recs, validated, in one immediate transaction and
-// returns the records that were new, as pointers into recs.
-func (s *Store) insert(ctx context.Context, recs []trace.Record) ([]*trace.Record, error) {
-	if len(recs) == 0 {
-		return nil, nil
+// insert appends the groups in one immediate transaction and returns
+// how many records of each were new.
+func (s *Store) insert(ctx context.Context, groups []*group) ([]int, error) {
+	counts := make([]int, len(groups))
+	n := 0
+	for _, g := range groups {
+		n += len(g.recs)
+	}
+	if n == 0 {
+		return counts, nil
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -477,7 +592,7 @@ func (s *Store) insert(ctx context.Context, recs []trace.Record) ([]*trace.Recor
 		return nil, err
 	}
 	defer tx.rollback()
-	added, fts, err := tx.insertRecords(recs)
+	added, fts, err := tx.insertRecords(groups, n, counts)
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +607,11 @@ func (s *Store) insert(ctx context.Context, recs []trace.Record) ([]*trace.Recor
 	if err := tx.commit(); err != nil {
 		return nil, err
 	}
-	return added, nil
+	select {
+	case s.ckpt <- struct{}{}:
+	default: // the checkpointer will see this commit's pages too
+	}
+	return counts, nil
 }
 
 // writeTx is one Append's transaction, driven by hand on the write
@@ -560,28 +679,25 @@ func (tx *writeTx) rollback() {
 	}
 }
 
-// insertRecords inserts recs in multi-row statements of up to insertChunk
-// records (per-statement overhead, not SQLite, dominates single-row
-// inserts) and returns the records actually inserted (not already stored)
-// and the text index rows for them, as a JSON array [[id, body], …].
-func (tx *writeTx) insertRecords(recs []trace.Record) (added []*trace.Record, fts []byte, err error) {
-	added = make([]*trace.Record, 0, len(recs))
-	// The text index gets every new row in one statement at the end: FTS5
-	// flushes its pending terms to a new segment at every statement
-	// boundary, so one statement per batch makes one segment, not one per
-	// chunk.
-	fts = []byte{'['}
-	c := chunkBuf{idx: make(map[recKey]int, insertChunk)}
-	for start := 0; start < len(recs); start += insertChunk {
-		part := recs[start:min(start+insertChunk, len(recs))]
-		c.fill(part)
-		ins, err := tx.stmt(multiRow("INSERT INTO records (trace_id, seq, ts, type, doc) VALUES ", 5, len(part), " ON CONFLICT DO NOTHING RETURNING id, trace_id, seq"))
+// insertRecords inserts the n records of groups in multi-row statements
+// of up to insertChunk records (per-statement overhead, not SQLite,
+// dominates single-row inserts), counts in counts each group's records
+// actually inserted (not already stored, nor earlier in groups) and
+// returns them and the text index rows for them.
+func (tx *writeTx) insertRecords(groups []*group, n int, counts []int) (added []*trace.Record, fts []textRow, err error) {
+	added = make([]*trace.Record, 0, n)
+	fts = make([]textRow, 0, n)
+	var c chunkBuf
+	c.idx = make(map[recKey]int, insertChunk)
+	start := 0
+	flush := func() error {
+		ins, err := tx.stmt(multiRow("INSERT INTO records (trace_id, seq, ts, type, doc) VALUES ", 5, len(c.rows), " ON CONFLICT DO NOTHING RETURNING id, trace_id, seq"))
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		rows, err := ins.QueryContext(tx.ctx, c.args...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("append to %s: records %d-%d: %w", tx.s.db.Name, start, start+len(part)-1, err)
+			return fmt.Errorf("append to %s: records %d-%d: %w", tx.s.db.Name, start, start+len(c.rows)-1, err)
 		}
 		// RETURNING names the rows actually inserted.
 		for rows.Next() {
@@ -589,73 +705,110 @@ func (tx *writeTx) insertRecords(recs []trace.Record) (added []*trace.Record, ft
 			var tid []byte
 			if err := rows.Scan(&id, &tid, &seq); err != nil {
 				rows.Close()
-				return nil, nil, err
+				return err
 			}
-			r := &part[c.idx[recKey{trace.TraceID(tid), uint64(seq)}]]
-			added = append(added, r)
-			fts = appendTextRow(fts, id, r)
+			row := c.rows[c.idx[recKey{trace.TraceID(tid), uint64(seq)}]]
+			g := groups[row.group]
+			added = append(added, &g.recs[row.i])
+			counts[row.group]++
+			if body := g.body(row.i); len(body) > 0 {
+				fts = append(fts, textRow{id, body})
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, nil, fmt.Errorf("append to %s: %w", tx.s.db.Name, err)
+			return fmt.Errorf("append to %s: %w", tx.s.db.Name, err)
+		}
+		start += len(c.rows)
+		c.reset()
+		return nil
+	}
+	for gi, g := range groups {
+		for i := range g.recs {
+			c.add(gi, g, i)
+			if len(c.rows) == insertChunk {
+				if err := flush(); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	if len(c.rows) > 0 {
+		if err := flush(); err != nil {
+			return nil, nil, err
 		}
 	}
 	return added, fts, nil
 }
 
-// chunkBuf holds one insert statement's arguments, reused across chunks.
+// chunkBuf holds one insert statement's rows and arguments, reused
+// across chunks.
 type chunkBuf struct {
-	buf  []byte         // the chunk's encoded records, back to back
-	offs []int          // where each record starts in buf, and buf's end
+	rows []chunkRow
 	args []any          // the statement's arguments, 5 per record
 	idx  map[recKey]int // the first position in the chunk of each (trace, seq)
 }
 
-// fill encodes part into c's buffers.
-func (c *chunkBuf) fill(part []trace.Record) {
-	c.buf, c.offs, c.args = c.buf[:0], c.offs[:0], c.args[:0]
-	for i := range part {
-		c.offs = append(c.offs, len(c.buf))
-		c.buf = part[i].AppendJSON(c.buf)
+// chunkRow is a record of a chunk: record i of group number group.
+type chunkRow struct{ group, i int }
+
+// add adds record i of g, group number gi, to the chunk.
+func (c *chunkBuf) add(gi int, g *group, i int) {
+	r := &g.recs[i]
+	if _, dup := c.idx[recKey{r.TraceID, r.Seq}]; !dup {
+		c.idx[recKey{r.TraceID, r.Seq}] = len(c.rows)
 	}
-	c.offs = append(c.offs, len(c.buf))
+	c.rows = append(c.rows, chunkRow{gi, i})
+	c.args = append(c.args, r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), g.doc(i))
+}
+
+// reset empties the chunk.
+func (c *chunkBuf) reset() {
+	c.rows, c.args = c.rows[:0], c.args[:0]
 	clear(c.idx)
-	for i := range part {
-		r := &part[i]
-		c.args = append(c.args, r.TraceID[:], int64(r.Seq), r.Time.UnixNano(), string(r.Type), c.buf[c.offs[i]:c.offs[i+1]])
-		if _, dup := c.idx[recKey{r.TraceID, r.Seq}]; !dup {
-			c.idx[recKey{r.TraceID, r.Seq}] = i
+}
+
+// textRow is a text index row: a stored record's id and its body as a
+// JSON string.
+type textRow struct {
+	id   int64
+	body []byte
+}
+
+// maxTextGap is the most ids without a text index row (records without
+// text) that one text index statement spans.
+const maxTextGap = 256
+
+// indexText inserts the text index rows collected by insertRecords. The
+// text index gets them in one statement: FTS5 flushes its pending terms to
+// a new segment at every statement boundary, so one statement per batch
+// makes one segment, not one per chunk. The statement takes the bodies as
+// one JSON array whose element k is the body of id base+k (null for an id
+// without text), which SQLite parses once; the ids of a transaction's new
+// records follow each other, so one statement holds them all, and a gap of
+// more than maxTextGap ids starts another.
+func (tx *writeTx) indexText(fts []textRow) error {
+	slices.SortFunc(fts, func(a, b textRow) int { return cmp.Compare(a.id, b.id) })
+	var arr []byte
+	for start := 0; start < len(fts); {
+		base := fts[start].id
+		arr = append(arr[:0], '[')
+		end := start
+		for ; end < len(fts) && (end == start || fts[end].id-fts[end-1].id-1 <= maxTextGap); end++ {
+			if end > start {
+				arr = append(arr, ',')
+				for k := fts[end-1].id + 1; k < fts[end].id; k++ {
+					arr = append(arr, "null,"...)
+				}
+			}
+			arr = append(arr, fts[end].body...)
 		}
-	}
-}
-
-// appendTextRow adds r's text index row [id, body] to the JSON array fts,
-// unless r has no text (a third of a typical run: iteration marks).
-func appendTextRow(fts []byte, id int64, r *trace.Record) []byte {
-	body := sqlstore.Body(r)
-	if body == "" {
-		return fts
-	}
-	if len(fts) > 1 {
-		fts = append(fts, ',')
-	}
-	fts = append(fts, '[')
-	fts = strconv.AppendInt(fts, id, 10)
-	fts = append(fts, ',')
-	fts = trace.AppendString(fts, body)
-	return append(fts, ']')
-}
-
-// indexText inserts the text index rows collected by insertRecords, as one
-// JSON array parameter.
-func (tx *writeTx) indexText(fts []byte) error {
-	if len(fts) <= 1 {
-		return nil
-	}
-	fts = append(fts, ']')
-	err := tx.exec(tx.ctx, "INSERT INTO records_fts (rowid, body) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", string(fts))
-	if err != nil {
-		return fmt.Errorf("append to %s: index records: %w", tx.s.db.Name, err)
+		arr = append(arr, ']')
+		err := tx.exec(tx.ctx, "INSERT INTO records_fts (rowid, body) SELECT ?2 + key, value FROM json_each(?1) WHERE type = 'text'", string(arr), base)
+		if err != nil {
+			return fmt.Errorf("append to %s: index records: %w", tx.s.db.Name, err)
+		}
+		start = end
 	}
 	return nil
 }
@@ -677,7 +830,6 @@ func (s *Store) Prune(ctx context.Context, p store.PrunePolicy) (store.PruneResu
 // Close implements store.Store.
 func (s *Store) Close() error {
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	for _, st := range s.stmts {
 		st.Close()
 	}
@@ -685,6 +837,17 @@ func (s *Store) Close() error {
 	if s.wconn != nil {
 		s.wconn.Close()
 		s.wconn = nil
+	}
+	ckptd := s.ckptd
+	if s.ckpt != nil {
+		close(s.ckpt)
+		s.ckpt = nil
+	}
+	s.wmu.Unlock()
+	// The checkpointer may be waiting for the write lock; it stops
+	// before the pool closes.
+	if ckptd != nil {
+		<-ckptd
 	}
 	return s.db.SQL.Close()
 }

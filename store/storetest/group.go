@@ -13,8 +13,9 @@ import (
 // store s: each group's count of new records as if the groups were
 // appended one after another, duplicates within and across groups and of
 // what is already stored counted once, in the first group that holds
-// them; a bad record anywhere fails the whole call, storing nothing; the
-// stored traces read back as Append would have stored them.
+// them; the stored traces read back as Append would have stored them; a
+// bad record fails PrepareGroup with its index in the group, and a group
+// the store did not prepare fails the whole call, storing nothing.
 func CheckGroupAppender(t *testing.T, s store.GroupAppender) {
 	t.Helper()
 	ctx := context.Background()
@@ -29,7 +30,7 @@ func CheckGroupAppender(t *testing.T, s store.GroupAppender) {
 		nil,                   // an empty request
 		append(c[:1:1], c...), // c with its first record twice
 	}
-	counts, err := s.AppendGroups(ctx, groups)
+	counts, err := s.AppendGroups(ctx, prepare(t, s, groups...))
 	if err != nil {
 		t.Fatalf("AppendGroups: %v", err)
 	}
@@ -53,16 +54,44 @@ func CheckGroupAppender(t *testing.T, s store.GroupAppender) {
 		}
 	}
 
-	// One bad record fails every group: nothing of the call is stored.
+	// A bad record fails its group's preparation, with its index in the
+	// group.
 	d, e := Gen(Spec{Name: "d"}), Gen(Spec{Name: "e"})
 	bad := append([]trace.Record(nil), e...)
 	bad[1].Seq = 0
-	if _, err := s.AppendGroups(ctx, [][]trace.Record{d, bad}); err == nil {
-		t.Fatal("AppendGroups with a bad record: no error")
-	} else if re := (*store.RecordError)(nil); !errors.As(err, &re) || re.Index != len(d)+1 {
-		t.Errorf("AppendGroups with a bad record: %v, want a *store.RecordError at index %d", err, len(d)+1)
+	if _, err := s.PrepareGroup(bad); err == nil {
+		t.Fatal("PrepareGroup with a bad record: no error")
+	} else if re := (*store.RecordError)(nil); !errors.As(err, &re) || re.Index != 1 {
+		t.Errorf("PrepareGroup with a bad record: %v, want a *store.RecordError at index 1", err)
+	}
+	// A group the store did not prepare fails every group: nothing of the
+	// call is stored, and the good group can be appended after.
+	good := prepare(t, s, d)
+	if _, err := s.AppendGroups(ctx, append(good, foreignGroup{e})); err == nil {
+		t.Fatal("AppendGroups with a foreign group: no error")
 	}
 	if _, err := s.Trace(ctx, d[0].TraceID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after a failed AppendGroups the good group's trace is there (err %v)", err)
 	}
+	if counts, err := s.AppendGroups(ctx, good); err != nil || counts[0] != len(d) {
+		t.Errorf("AppendGroups of the good group again: %v %v, want [%d]", counts, err, len(d))
+	}
 }
+
+// prepare prepares each group with s.PrepareGroup.
+func prepare(t *testing.T, s store.GroupAppender, groups ...[]trace.Record) []store.Group {
+	t.Helper()
+	out := make([]store.Group, len(groups))
+	for i, g := range groups {
+		var err error
+		if out[i], err = s.PrepareGroup(g); err != nil {
+			t.Fatalf("PrepareGroup %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// foreignGroup is a store.Group no store prepared.
+type foreignGroup struct{ recs []trace.Record }
+
+func (f foreignGroup) Records() []trace.Record { return f.recs }
