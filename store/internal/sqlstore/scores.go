@@ -293,7 +293,15 @@ func (db *DB) Scores(ctx context.Context, f store.ScoreFilter) (store.ScorePage,
 	if limit == 0 {
 		limit = store.DefaultScoreLimit
 	}
-	rows, err := db.SQL.QueryContext(ctx, "SELECT "+scoreCols+" FROM scores s"+where(c)+" ORDER BY s.ts DESC, s.id DESC LIMIT "+b.Arg(limit+1), b.Args...)
+	from := " FROM scores s"
+	if len(f.TraceIDs) > 0 && !db.D.Postgres {
+		// At most MaxFilterIDs traces' scores, sorted: without the
+		// hint SQLite, which keeps no statistics, reads every score of
+		// the name (or session) through its index instead, to save the
+		// sort, which costs as much as the store holds scores of it.
+		from += " INDEXED BY scores_trace"
+	}
+	rows, err := db.SQL.QueryContext(ctx, "SELECT "+scoreCols+from+where(c)+" ORDER BY s.ts DESC, s.id DESC LIMIT "+b.Arg(limit+1), b.Args...)
 	if err != nil {
 		return store.ScorePage{}, fmt.Errorf("list scores in %s: %w", db.Name, err)
 	}
