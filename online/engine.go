@@ -158,7 +158,7 @@ type Engine struct {
 	writes    chan scoreWrite
 	wdone     chan struct{}
 	delay     [2]time.Duration // writeDelay, writeDelayBusy
-	writeBusy atomic.Int64 // the writer's time committing while ingest was busy, not yet rested for
+	writeBusy atomic.Int64     // the writer's time committing while ingest was busy, not yet rested for
 	umu       sync.Mutex
 	unwritten map[ruleTrace]int
 }
