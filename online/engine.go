@@ -36,6 +36,13 @@ const (
 	checkpointEvery      = 5 * time.Second
 	// maxBatch bounds the traces a worker takes from the queue at once.
 	maxBatch = 32
+	// The score writer commits what the workers graded after at most
+	// writeDelay, or writeDelayBusy while ingest is busy, or at once when
+	// it holds store.MaxScoreBatch scores or a judge's; each commit waits
+	// at most writeTimeout.
+	writeDelay     = 100 * time.Millisecond
+	writeDelayBusy = time.Second
+	writeTimeout   = 10 * time.Second
 )
 
 // DefaultSettle is how long a trace whose root run ended must receive no
@@ -167,6 +174,37 @@ type Engine struct {
 	settling map[trace.TraceID]time.Time
 	wake     chan struct{} // tells the settler that settling is no longer empty
 	settle   time.Duration // Options.Settle, resolved; 0 waits for nothing
+
+	// The score writer (writeLoop) takes what the workers hand it on
+	// writes and commits the scores of many traces and rules in one
+	// store transaction; wdone is closed when it has ended. Its delays
+	// are writeDelay and writeDelayBusy, set before the first write
+	// (tests lengthen them). unwritten
+	// counts, by rule and trace, the evaluations it holds that are not
+	// committed yet, so that a trace queued again meanwhile is not
+	// graded again.
+	writes    chan scoreWrite
+	wdone     chan struct{}
+	delay     [2]time.Duration // writeDelay, writeDelayBusy
+	writeBusy atomic.Int64     // the writer's time committing while ingest was busy, not yet rested for
+	umu       sync.Mutex
+	unwritten map[ruleTrace]int
+}
+
+// A scoreWrite is what a worker hands the score writer: a rule's graded
+// traces to store (urgent when a judge graded them: they are committed at
+// once), or the traces of a batch that are done once everything handed
+// before them is committed.
+type scoreWrite struct {
+	rs      *ruleState
+	gs      []graded
+	urgent  bool
+	release []trace.TraceID
+}
+
+type ruleTrace struct {
+	rule string
+	id   trace.TraceID
 }
 
 type item struct {
@@ -214,7 +252,7 @@ func New(o Options) (*Engine, error) {
 		return nil, errors.New("online: Options.Store is nil")
 	}
 	e := &Engine{o: o, st: o.Store, log: o.Logger, now: o.Now, rules: map[string]*ruleState{},
-		pending: map[trace.TraceID]pend{}, stale: map[trace.TraceID]struct{}{},
+		pending: map[trace.TraceID]pend{}, stale: map[trace.TraceID]struct{}{}, unwritten: map[ruleTrace]int{},
 		settling: map[trace.TraceID]time.Time{}, wake: make(chan struct{}, 1)}
 	if e.scores = o.Scores; e.scores == nil {
 		sc, ok := o.Store.(store.Scorer)
@@ -310,6 +348,10 @@ func New(o Options) (*Engine, error) {
 	if haveCP {
 		e.holdCP = cp
 	}
+	e.writes = make(chan scoreWrite, 4*e.o.Workers)
+	e.delay = [2]time.Duration{writeDelay, writeDelayBusy}
+	e.wdone = make(chan struct{})
+	go e.writeLoop()
 	for range e.o.Workers {
 		e.wg.Add(1)
 		go e.worker()
@@ -486,9 +528,10 @@ func (e *Engine) enqueueWait(id trace.TraceID, since time.Time) bool {
 
 // Close stops the engine: no trace is queued any more, the workers end
 // once their current evaluation is done (or, when ctx ends first, are
-// canceled), and the checkpoint is written so that a restart catches up
-// on what was queued but not evaluated. It returns ctx's error when the
-// workers had to be canceled. Close is idempotent.
+// canceled), the scores they made are committed, and the checkpoint is
+// written so that a restart catches up on what was queued but not
+// evaluated. It returns ctx's error when the workers had to be canceled.
+// Close is idempotent.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	if e.closed {
@@ -499,7 +542,13 @@ func (e *Engine) Close(ctx context.Context) error {
 	close(e.stop)
 	e.mu.Unlock()
 	done := make(chan struct{})
-	go func() { e.wg.Wait(); e.bg.Wait(); close(done) }()
+	go func() {
+		e.wg.Wait()
+		e.bg.Wait()
+		close(e.writes) // the writer commits what the workers handed it, then ends
+		<-e.wdone
+		close(done)
+	}()
 	var err error
 	select {
 	case <-done:
@@ -548,19 +597,23 @@ func (e *Engine) worker() {
 				// (what was scored is not graded again).
 				return
 			}
-			for _, id := range ids {
-				e.donePending(id)
-			}
+			// The batch is done once its scores are committed: the
+			// writer releases it then, and only then may the
+			// checkpoint pass it.
+			e.writes <- scoreWrite{release: ids}
 			e.rest(time.Since(start) - judged)
 		}
 	}
 }
 
 // rest makes a worker that worked for busy wait, while ingest is busy,
-// long enough that its work stays within its part of Options.Share.
+// long enough that its work, and the writer's commits made while ingest
+// was busy since a worker last rested, stay within its part of
+// Options.Share.
 func (e *Engine) rest(busy time.Duration) {
 	share := e.o.Share / float64(e.o.Workers)
-	if share >= 1 || busy <= 0 || time.Since(time.Unix(0, e.lastIngest.Load())) > 250*time.Millisecond {
+	busy += time.Duration(e.writeBusy.Swap(0))
+	if share >= 1 || busy <= 0 || !e.ingestBusy() {
 		return
 	}
 	d := min(time.Duration(float64(busy)*(1-share)/share), 5*time.Second)
@@ -799,15 +852,15 @@ func (e *Engine) process(ctx context.Context, ids []trace.TraceID) (ok bool, jud
 			e.log.Warn("loupe serve: online rule: reading scores failed", "rule", r.Name, "err", err)
 			continue
 		}
-		// A rule without a judge stores the scores of the whole batch in
-		// one transaction, so that evaluation takes the store's one
-		// writer once per batch rather than once per trace; a judge's
-		// scores are stored as each call returns, so that a kill loses
-		// at most the calls in flight.
+		// The scores go to the writer, which commits those of many
+		// batches and rules in one transaction: a rule without a judge
+		// hands the batch's at the end; a judge's are handed as each
+		// call returns, and committed at once, so that a kill loses at
+		// most the calls in flight.
 		var batch []graded
 		for _, id := range sampled {
 			if e.stopping(ctx) {
-				e.store(ctx, rs, batch)
+				e.hand(rs, batch, false)
 				return false, judged
 			}
 			if done[id] {
@@ -831,11 +884,11 @@ func (e *Engine) process(ctx context.Context, ids []trace.TraceID) (ok bool, jud
 				continue
 			}
 			if batch = append(batch, *g); r.judges {
-				e.store(ctx, rs, batch)
-				batch = batch[:0]
+				e.hand(rs, batch, true)
+				batch = nil
 			}
 		}
-		e.store(ctx, rs, batch)
+		e.hand(rs, batch, false)
 	}
 	return !e.stopping(ctx), judged
 }
@@ -900,9 +953,16 @@ func (e *Engine) matches(ctx context.Context, r *Rule, ids []trace.TraceID) (map
 }
 
 // scored returns which of ids the rule has scored (its overall score is
-// stored).
+// stored, or is with the writer).
 func (e *Engine) scored(ctx context.Context, rule string, ids []trace.TraceID) (map[trace.TraceID]bool, error) {
 	out := map[trace.TraceID]bool{}
+	e.umu.Lock()
+	for _, id := range ids {
+		if e.unwritten[ruleTrace{rule, id}] > 0 {
+			out[id] = true
+		}
+	}
+	e.umu.Unlock()
 	f := store.ScoreFilter{TraceIDs: ids, Rule: rule, Source: store.SourceOnline, Name: scoreName(rule, "score"), Limit: 1000}
 	for {
 		page, err := e.scores.Scores(ctx, f)
@@ -953,37 +1013,181 @@ func (e *Engine) evaluate(ctx context.Context, rs *ruleState, tr *store.Trace) (
 	return &graded{id: tr.Summary.ID, scores: scores, failed: failed}, judged
 }
 
-// store stores the scores of gs, in one transaction when they fit in one
-// (store.MaxScoreBatch), and counts the traces evaluated (or failed).
-func (e *Engine) store(ctx context.Context, rs *ruleState, gs []graded) {
-	for len(gs) > 0 {
-		n, total := 0, 0
-		for n < len(gs) && (n == 0 || total+len(gs[n].scores) <= store.MaxScoreBatch) {
-			total += len(gs[n].scores)
-			n++
+// hand gives the writer gs, rs's graded traces, to store.
+func (e *Engine) hand(rs *ruleState, gs []graded, urgent bool) {
+	if len(gs) == 0 {
+		return
+	}
+	e.umu.Lock()
+	for _, g := range gs {
+		if !g.failed {
+			e.unwritten[ruleTrace{rs.rule.Name, g.id}]++
 		}
-		e.storeChunk(ctx, rs, gs[:n])
-		gs = gs[n:]
+	}
+	e.umu.Unlock()
+	e.writes <- scoreWrite{rs: rs, gs: gs, urgent: urgent}
+}
+
+// writeLoop is the score writer: it gathers what the workers hand it
+// and commits it (flush) after writeDelay, or writeDelayBusy while
+// ingest is busy (so that scores take the store's writer from ingest
+// about once a second, however many batches are evaluated), or at once
+// when it holds store.MaxScoreBatch scores or a judge's (or nothing but
+// batches to release). It ends, having
+// committed everything, when e.writes is closed.
+func (e *Engine) writeLoop() {
+	defer close(e.wdone)
+	var (
+		buf    []scoreWrite
+		n      int       // scores in buf
+		oldest time.Time // when buf's first write came
+		timer  = time.NewTimer(time.Hour)
+	)
+	timer.Stop()
+	flush := func() {
+		timer.Stop()
+		e.flush(buf)
+		buf, n = nil, 0
+	}
+	for {
+		select {
+		case w, ok := <-e.writes:
+			if !ok {
+				flush()
+				return
+			}
+			if len(buf) == 0 {
+				oldest = time.Now()
+				timer.Reset(e.delay[0])
+			}
+			buf = append(buf, w)
+			for _, g := range w.gs {
+				n += len(g.scores)
+			}
+			// Releases with no scores before them need no commit.
+			if w.urgent || n == 0 || n >= store.MaxScoreBatch {
+				flush()
+			}
+		case <-timer.C:
+			if wait := time.Until(oldest.Add(e.delay[1])); wait > 0 && e.ingestBusy() {
+				timer.Reset(min(wait, e.delay[0]))
+				continue
+			}
+			flush()
+		}
 	}
 }
 
-func (e *Engine) storeChunk(ctx context.Context, rs *ruleState, gs []graded) {
-	var scores []store.Score
-	for _, g := range gs {
-		scores = append(scores, g.scores...)
+// ingestBusy reports whether the collector committed records in the
+// last quarter second.
+func (e *Engine) ingestBusy() bool {
+	return time.Since(time.Unix(0, e.lastIngest.Load())) <= 250*time.Millisecond
+}
+
+// flush commits the scores of ws in as few transactions as
+// store.MaxScoreBatch allows, counts the traces evaluated (or failed),
+// then releases the batches of ws. When a transaction fails, each
+// rule's scores in it are tried alone, so that one rule's bad score
+// (a name another source gave another kind) does not cost the others
+// theirs. A failure while the engine stops keeps the batches pending,
+// so that the checkpoint stays before them.
+func (e *Engine) flush(ws []scoreWrite) {
+	type item struct {
+		rs *ruleState
+		g  graded
 	}
-	if _, err := e.scores.AddScores(ctx, scores); err != nil {
-		rs.errors.Add(int64(len(gs)))
-		e.log.Warn("loupe serve: online rule: storing scores failed", "rule", rs.rule.Name, "traces", len(gs), "err", err)
-		return
-	}
-	for _, g := range gs {
-		if g.failed {
-			rs.errors.Add(1)
-		} else {
-			rs.evaluated.Add(1)
+	var items []item
+	for _, w := range ws {
+		for _, g := range w.gs {
+			items = append(items, item{w.rs, g})
 		}
 	}
+	failed := false
+	for len(items) > 0 {
+		n, total := 0, 0
+		for n < len(items) && (n == 0 || total+len(items[n].g.scores) <= store.MaxScoreBatch) {
+			total += len(items[n].g.scores)
+			n++
+		}
+		chunk := items[:n]
+		items = items[n:]
+		var all []store.Score
+		rules := map[*ruleState][]item{}
+		var order []*ruleState
+		for _, it := range chunk {
+			all = append(all, it.g.scores...)
+			if rules[it.rs] == nil {
+				order = append(order, it.rs)
+			}
+			rules[it.rs] = append(rules[it.rs], it)
+		}
+		busy := e.ingestBusy()
+		start := time.Now()
+		err := e.addScores(all)
+		if busy {
+			// Committing is evaluation's work too: the workers rest
+			// for it (rest), so that it counts against Options.Share.
+			e.writeBusy.Add(int64(time.Since(start)))
+		}
+		for _, rs := range order {
+			its := rules[rs]
+			rerr := err
+			if err != nil && len(order) > 1 {
+				var scores []store.Score
+				for _, it := range its {
+					scores = append(scores, it.g.scores...)
+				}
+				rerr = e.addScores(scores)
+			}
+			if rerr != nil {
+				failed = true
+				rs.errors.Add(int64(len(its)))
+				e.log.Warn("loupe serve: online rule: storing scores failed", "rule", rs.rule.Name, "traces", len(its), "err", rerr)
+			} else {
+				for _, it := range its {
+					if it.g.failed {
+						rs.errors.Add(1)
+					} else {
+						rs.evaluated.Add(1)
+					}
+				}
+			}
+			e.umu.Lock()
+			for _, it := range its {
+				k := ruleTrace{rs.rule.Name, it.g.id}
+				if !it.g.failed {
+					if e.unwritten[k]--; e.unwritten[k] <= 0 {
+						delete(e.unwritten, k)
+					}
+				}
+			}
+			e.umu.Unlock()
+		}
+	}
+	if failed && e.isClosed() {
+		return
+	}
+	for _, w := range ws {
+		for _, id := range w.release {
+			e.donePending(id)
+		}
+	}
+}
+
+func (e *Engine) addScores(scores []store.Score) error {
+	if len(scores) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	_, err := e.scores.AddScores(ctx, scores)
+	return err
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
 }
 
 // resultScores turns a case result into scores: one per grader that ran

@@ -13,7 +13,8 @@ import (
 
 // BenchmarkScores measures scores on a store of about 50,000 records
 // (LOUPE_BENCH_RECORDS) with a thumbs score on every other trace: adding
-// one score (one transaction), listing a trace's scores, and a page of
+// one score (one transaction), listing a trace's scores, the scores of a
+// name of 32 traces, and a page of
 // traces filtered by score:thumbs=true (a quarter of the traces match),
 // beside a page of traces without the filter.
 func BenchmarkScores(b *testing.B) {
@@ -58,6 +59,14 @@ func BenchmarkScores(b *testing.B) {
 	b.Run("of-trace", func(b *testing.B) {
 		for i := range b.N {
 			if _, err := s.Scores(ctx, store.ScoreFilter{TraceIDs: ids[i%len(ids) : i%len(ids)+1]}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("of-traces-named", func(b *testing.B) { // what an online rule asks of each batch: which of 32 traces it scored
+		for i := range b.N {
+			k := i * 32 % (len(ids) - 32)
+			if _, err := s.Scores(ctx, store.ScoreFilter{TraceIDs: ids[k : k+32], Name: "thumbs", Source: store.SourceAPI, Limit: store.MaxScoreLimit}); err != nil {
 				b.Fatal(err)
 			}
 		}

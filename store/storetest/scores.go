@@ -17,7 +17,8 @@ import (
 
 // CheckScores is the conformance suite of store.Scorer: newStore opens an
 // empty store that implements it (as Run's newStore does). It checks
-// adding and listing scores, first-write-wins ids, the kind of a name
+// adding and listing scores, first-write-wins ids (in a full batch too),
+// the kind of a name
 // under concurrent writers, validation, deletion with traces, the score:
 // filter of lists and searches, and the statistics.
 func CheckScores(t *testing.T, newStore func(t *testing.T) store.Store) {
@@ -27,6 +28,7 @@ func CheckScores(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}{
 		{"AddAndList", testScoresAddList},
 		{"FirstWriteWins", testScoresFirstWrite},
+		{"FullBatch", testScoresFullBatch},
 		{"Invalid", testScoresInvalid},
 		{"KindPerName", testScoresKind},
 		{"ConcurrentKinds", testScoresConcurrentKinds},
@@ -171,6 +173,76 @@ func testScoresFirstWrite(t *testing.T, sc store.Scorer, s store.Store) {
 	for _, x := range stored {
 		if x.ID == sid && x.Value != 1 {
 			t.Errorf("the second write of id %s replaced the first: value %v", sid, x.Value)
+		}
+	}
+}
+
+// testScoresFullBatch adds store.MaxScoreBatch scores of several names
+// at once, a third of whose ids are stored already and some given twice:
+// exactly the new ones are stored, each once with its first value, and
+// returned in the order given.
+func testScoresFullBatch(t *testing.T, sc store.Scorer, s store.Store) {
+	id := trace.NewTraceID()
+	sid := func(i int) string { return fmt.Sprintf("%032x", i) }
+	names := []string{"r/score", "r/pass", "r/a", "r/b", "r/c", "r/d", "r/e"}
+	score := func(i int, v float64) store.Score {
+		kind := store.ScoreNumeric
+		if i%len(names) == 1 {
+			kind, v = store.ScoreBoolean, float64(i%2)
+		}
+		return store.Score{ID: sid(i), TraceID: id, Name: names[i%len(names)], Kind: kind, Value: v, Comment: fmt.Sprintf("score %d", i), Source: store.SourceOnline, Rule: "r"}
+	}
+	var old []store.Score
+	for i := 0; i < store.MaxScoreBatch; i += 3 {
+		old = append(old, score(i, 0.25))
+	}
+	if got := mustAddScores(t, sc, old...); len(got) != len(old) {
+		t.Fatalf("first add stored %d of %d", len(got), len(old))
+	}
+	var batch, want []store.Score
+	for i := store.MaxScoreBatch - 1; len(batch) < store.MaxScoreBatch; i-- {
+		batch = append(batch, score(i, 0.75))
+		if i%3 != 0 {
+			want = append(want, batch[len(batch)-1])
+		}
+		if i%10 == 0 && len(batch) < store.MaxScoreBatch { // given twice: the first wins
+			again := score(i, 0.5)
+			batch = append(batch, again)
+		}
+	}
+	got := mustAddScores(t, sc, batch...)
+	if !slices.Equal(scoreIDs(got), scoreIDs(want)) {
+		t.Fatalf("AddScores returned %d scores, want the %d new ones in the order given", len(got), len(want))
+	}
+	stored := map[string]store.Score{}
+	f := store.ScoreFilter{TraceIDs: []trace.TraceID{id}, Limit: store.MaxScoreLimit}
+	for {
+		p, err := sc.Scores(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range p.Scores {
+			if _, dup := stored[x.ID]; dup {
+				t.Fatalf("score %s listed twice", x.ID)
+			}
+			stored[x.ID] = x
+		}
+		if p.Next == "" {
+			break
+		}
+		f.Cursor = p.Next
+	}
+	if n := len(old) + len(want); len(stored) != n {
+		t.Fatalf("%d scores stored, want %d", len(stored), n)
+	}
+	for _, x := range old {
+		if stored[x.ID].Value != x.Value || stored[x.ID].Comment != x.Comment {
+			t.Errorf("score %s: %v %q, want the first write %v %q", x.ID, stored[x.ID].Value, stored[x.ID].Comment, x.Value, x.Comment)
+		}
+	}
+	for _, x := range want {
+		if stored[x.ID].Value != x.Value || stored[x.ID].Name != x.Name {
+			t.Errorf("score %s: %s %v, want %s %v", x.ID, stored[x.ID].Name, stored[x.ID].Value, x.Name, x.Value)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/loupe-dev/loupe/store"
@@ -108,37 +109,105 @@ func (db *DB) AddScores(ctx context.Context, in []store.Score) ([]store.Score, e
 			kinds[s.Name], first[s.Name] = s.Kind, i
 		}
 	}
+	// A score whose id is given twice is stored once: the first wins.
+	seen := make(map[string]bool, len(scores))
+	order := make([]int, 0, len(scores))
+	for i := range scores {
+		if !seen[scores[i].ID] {
+			seen[scores[i].ID] = true
+			order = append(order, i)
+		}
+	}
 	tx, err := db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
 	}
 	defer tx.Rollback()
 	// Names, then ids, in sorted order: concurrent writers take their
-	// locks in the same order and cannot deadlock.
+	// locks in the same order and cannot deadlock. A batch takes a fixed
+	// number of statements (two for the names, one per scoreRows
+	// scores), not a few per score: a transaction of many scores holds
+	// the store's writer briefly.
 	names := slices.Sorted(maps.Keys(kinds))
-	for _, name := range names {
-		b := db.D.NewBuilder()
-		if _, err := tx.ExecContext(ctx, "INSERT INTO score_names (name, kind) VALUES ("+b.Arg(name)+", "+b.Arg(string(kinds[name]))+") ON CONFLICT (name) DO NOTHING", b.Args...); err != nil {
-			return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
+	b := db.D.NewBuilder()
+	var q strings.Builder
+	q.WriteString("INSERT INTO score_names (name, kind) VALUES ")
+	for i, name := range names {
+		if i > 0 {
+			q.WriteString(", ")
 		}
-		var have string
-		b = db.D.NewBuilder()
-		if err := tx.QueryRowContext(ctx, "SELECT kind FROM score_names WHERE name = "+b.Arg(name), b.Args...).Scan(&have); err != nil {
-			return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
-		}
-		if store.ScoreKind(have) != kinds[name] {
-			return nil, &store.ScoreError{Index: first[name], Field: "kind", Err: fmt.Errorf("score %s is %s in this store, not %s (a name keeps the kind of its first score; use another name)", name, have, kinds[name])}
-		}
+		q.WriteString("(" + b.Arg(name) + ", " + b.Arg(string(kinds[name])) + ")")
 	}
-	order := make([]int, len(scores))
-	for i := range order {
-		order[i] = i
+	q.WriteString(" ON CONFLICT (name) DO NOTHING")
+	if _, err := tx.ExecContext(ctx, q.String(), b.Args...); err != nil {
+		return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
+	}
+	b = db.D.NewBuilder()
+	q.Reset()
+	q.WriteString("SELECT name, kind FROM score_names WHERE name IN (")
+	for i, name := range names {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(b.Arg(name))
+	}
+	q.WriteString(")")
+	rows, err := tx.QueryContext(ctx, q.String(), b.Args...)
+	if err != nil {
+		return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
+	}
+	have := make(map[string]string, len(names))
+	for rows.Next() {
+		var name, kind string
+		if err := rows.Scan(&name, &kind); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
+		}
+		have[name] = kind
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
+	}
+	for _, name := range names {
+		if store.ScoreKind(have[name]) != kinds[name] {
+			return nil, &store.ScoreError{Index: first[name], Field: "kind", Err: fmt.Errorf("score %s is %s in this store, not %s (a name keeps the kind of its first score; use another name)", name, have[name], kinds[name])}
+		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(scores[a].ID, scores[b].ID) })
-	stored := make([]bool, len(scores))
-	for _, i := range order {
+	stored := make(map[string]bool, len(order))
+	for len(order) > 0 {
+		n := min(len(order), scoreRows)
+		if err := db.insertScores(ctx, tx, scores, order[:n], stored); err != nil {
+			return nil, err
+		}
+		order = order[n:]
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
+	}
+	out := make([]store.Score, 0, len(stored))
+	for i := range scores {
+		if stored[scores[i].ID] {
+			out = append(out, scores[i])
+			delete(stored, scores[i].ID) // a second score of the id was not stored
+		}
+	}
+	return out, nil
+}
+
+// scoreRows bounds the scores of one INSERT statement: 13 arguments a
+// score, well within both backends' limits on a statement's arguments.
+const scoreRows = 250
+
+// insertScores inserts the scores at idx in one statement and marks in
+// stored the ids it inserted (those not stored already).
+func (db *DB) insertScores(ctx context.Context, tx *sql.Tx, scores []store.Score, idx []int, stored map[string]bool) error {
+	b := db.D.NewBuilder()
+	var q strings.Builder
+	q.WriteString("INSERT INTO scores (id, trace_id, span_id, session, name, kind, value, category, comment, source, author, rule, ts) VALUES ")
+	for k, i := range idx {
 		s := &scores[i]
-		b := db.D.NewBuilder()
 		var tid, sid any
 		if !s.TraceID.IsZero() {
 			tid = s.TraceID[:]
@@ -146,30 +215,30 @@ func (db *DB) AddScores(ctx context.Context, in []store.Score) ([]store.Score, e
 		if !s.SpanID.IsZero() {
 			sid = s.SpanID[:]
 		}
-		q := "INSERT INTO scores (id, trace_id, span_id, session, name, kind, value, category, comment, source, author, rule, ts) VALUES (" +
-			b.Arg(s.ID) + ", " + b.Arg(tid) + ", " + b.Arg(sid) + ", " + b.Arg(s.Session) + ", " + b.Arg(s.Name) + ", " + b.Arg(string(s.Kind)) + ", " +
+		if k > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(" + b.Arg(s.ID) + ", " + b.Arg(tid) + ", " + b.Arg(sid) + ", " + b.Arg(s.Session) + ", " + b.Arg(s.Name) + ", " + b.Arg(string(s.Kind)) + ", " +
 			b.Arg(s.Value) + ", " + b.Arg(s.Category) + ", " + b.Arg(s.Comment) + ", " + b.Arg(string(s.Source)) + ", " + b.Arg(s.Author) + ", " +
-			b.Arg(s.Rule) + ", " + b.Arg(s.Time.UnixNano()) + ") ON CONFLICT (id) DO NOTHING"
-		res, err := tx.ExecContext(ctx, q, b.Args...)
-		if err != nil {
-			return nil, fmt.Errorf("add scores to %s: score %d: %w", db.Name, i, err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
-		}
-		stored[i] = n > 0
+			b.Arg(s.Rule) + ", " + b.Arg(s.Time.UnixNano()) + ")")
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
+	q.WriteString(" ON CONFLICT (id) DO NOTHING RETURNING id")
+	rows, err := tx.QueryContext(ctx, q.String(), b.Args...)
+	if err != nil {
+		return fmt.Errorf("add scores to %s: %w", db.Name, err)
 	}
-	out := make([]store.Score, 0, len(scores))
-	for i := range scores {
-		if stored[i] {
-			out = append(out, scores[i])
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("add scores to %s: %w", db.Name, err)
 		}
+		stored[id] = true
 	}
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("add scores to %s: %w", db.Name, err)
+	}
+	return nil
 }
 
 // scoreConds returns the conditions on scores alias s of f, without its
@@ -224,7 +293,15 @@ func (db *DB) Scores(ctx context.Context, f store.ScoreFilter) (store.ScorePage,
 	if limit == 0 {
 		limit = store.DefaultScoreLimit
 	}
-	rows, err := db.SQL.QueryContext(ctx, "SELECT "+scoreCols+" FROM scores s"+where(c)+" ORDER BY s.ts DESC, s.id DESC LIMIT "+b.Arg(limit+1), b.Args...)
+	from := " FROM scores s"
+	if len(f.TraceIDs) > 0 && !db.D.Postgres {
+		// At most MaxFilterIDs traces' scores, sorted: without the
+		// hint SQLite, which keeps no statistics, reads every score of
+		// the name (or session) through its index instead, to save the
+		// sort, which costs as much as the store holds scores of it.
+		from += " INDEXED BY scores_trace"
+	}
+	rows, err := db.SQL.QueryContext(ctx, "SELECT "+scoreCols+from+where(c)+" ORDER BY s.ts DESC, s.id DESC LIMIT "+b.Arg(limit+1), b.Args...)
 	if err != nil {
 		return store.ScorePage{}, fmt.Errorf("list scores in %s: %w", db.Name, err)
 	}
