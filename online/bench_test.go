@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -32,7 +33,21 @@ import (
 // without (cpu-with/without), which the load of a shared machine sways
 // less than the rates. Scores go to scorerFor's Scorer.
 func BenchmarkIngestWithRules(b *testing.B) {
-	const rules = `
+	b.Run("rules", func(b *testing.B) { benchIngest(b, ingestRules, online.Options{}) })
+	// The requirement's fault: ingest while a slow judge (200 ms a call,
+	// 2 at a time) grades every run besides the two rules, with a queue
+	// of 64, so that most runs are dropped and counted: ingest must not
+	// wait for the judge.
+	b.Run("slow-judge", func(b *testing.B) {
+		b.Setenv("LOUPE_TEST_JUDGE_KEY", "judge-key")
+		judge := newJudge(b, 200*time.Millisecond, nil)
+		rules := judgeRules(judge.URL, "") + strings.TrimPrefix(strings.TrimSpace(ingestRules), "rules:") + "\n"
+		benchIngest(b, rules, online.Options{QueueSize: 64})
+	})
+}
+
+// ingestRules are BenchmarkIngestWithRules's two deterministic rules.
+const ingestRules = `
 rules:
   - name: order-lookup
     filter: name:support
@@ -50,11 +65,14 @@ rules:
       - type: regex
         value: "(?i)order \\d+"
 `
+
+func benchIngest(b *testing.B, rules string, o online.Options) {
 	const senders, perSender, runs = 8, 5, 30
 	plainStore := openSQLite(b, dbPath(b))
 	plain := collector(b, plainStore, nil, server.Options{})
 	st := openSQLite(b, dbPath(b))
-	eng := startEngine(b, online.Options{Store: st, Scores: scorerFor(st), Config: parseRules(b, rules)})
+	o.Store, o.Scores, o.Config = st, scorerFor(st), parseRules(b, rules)
+	eng := startEngine(b, o)
 	withRules := collector(b, st, eng, server.Options{})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
 	calls := func(i int) []call { return []call{{"lookup_order", `{"id":17}`}, {"notify", `{"to":"customer"}`}} }
