@@ -377,11 +377,7 @@ func (s *Server) ingestLogsBody(ctx context.Context, b []byte, isJSON bool) (int
 // OTLP/gRPC both ingest through it.
 func (s *Server) ingestOTLP(ctx context.Context, td ptrace.Traces) (rejected int64, msg string, err error) {
 	rss := td.ResourceSpans()
-	names := make([]string, rss.Len())
-	for i := range names {
-		names[i] = resourceProject(rss.At(i).Resource().Attributes(), s.name)
-	}
-	if parts := splitByProject(names, s.name); parts != nil {
+	if parts := splitByProject(rss.Len(), func(i int) pcommon.Map { return rss.At(i).Resource().Attributes() }, s.name); parts != nil {
 		return s.ingestParts(ctx, parts, func(t *Server, idx []int) (int64, string, error) {
 			part := ptrace.NewTraces()
 			for _, i := range idx {
@@ -402,11 +398,7 @@ func (s *Server) ingestOTLP(ctx context.Context, td ptrace.Traces) (rejected int
 // the partial success counts the log records rejected.
 func (s *Server) ingestLogs(ctx context.Context, ld plog.Logs) (rejected int64, msg string, err error) {
 	rls := ld.ResourceLogs()
-	names := make([]string, rls.Len())
-	for i := range names {
-		names[i] = resourceProject(rls.At(i).Resource().Attributes(), s.name)
-	}
-	if parts := splitByProject(names, s.name); parts != nil {
+	if parts := splitByProject(rls.Len(), func(i int) pcommon.Map { return rls.At(i).Resource().Attributes() }, s.name); parts != nil {
 		return s.ingestParts(ctx, parts, func(t *Server, idx []int) (int64, string, error) {
 			part := plog.NewLogs()
 			for _, i := range idx {
@@ -423,30 +415,24 @@ func (s *Server) ingestLogs(ctx context.Context, ld plog.Logs) (rejected int64, 
 	return s.commitMapped(ctx, res.Records, errs)
 }
 
-// resourceProject is the project a resource's attributes name
-// (ProjectAttribute), or def.
-func resourceProject(attrs pcommon.Map, def string) string {
-	if v, ok := attrs.Get(ProjectAttribute); ok {
-		if p := strings.TrimSpace(v.AsString()); p != "" {
-			return p
-		}
-	}
-	return def
-}
-
-// splitByProject groups the resources of a request by the project each
-// names (names[i] is resource i's): nil when every one is here's.
-func splitByProject(names []string, here string) map[string][]int {
+// splitByProject groups the n resources of a request by the project
+// each names in its attributes (ProjectAttribute; none is here's): nil
+// when every one is here's.
+func splitByProject(n int, attrs func(i int) pcommon.Map, here string) map[string][]int {
 	var parts map[string][]int
-	for i, n := range names {
-		if n != here && parts == nil {
+	for i := range n {
+		p := here
+		if v, ok := attrs(i).Get(ProjectAttribute); ok && strings.TrimSpace(v.AsString()) != "" {
+			p = strings.TrimSpace(v.AsString())
+		}
+		if p != here && parts == nil {
 			parts = map[string][]int{}
 			for j := range i {
 				parts[here] = append(parts[here], j)
 			}
 		}
 		if parts != nil {
-			parts[n] = append(parts[n], i)
+			parts[p] = append(parts[p], i)
 		}
 	}
 	return parts
