@@ -334,10 +334,10 @@ func newServer(o Options, root *Server, name string) (*Server, error) {
 		}
 		s.mux.Handle("/mcp", s.wrap(route{"/mcp", scopeRead, cheap, h.ServeHTTP}))
 	}
+	s.startRetention()
+	s.unwatch = watchCommits(o.Store, s.hub, s.log)
 	if root != nil {
-		s.startRetention()
-		s.unwatch = watchCommits(o.Store, s.hub, s.log)
-		return s, nil
+		return s, nil // a project's server: the root answers what no route takes
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
@@ -359,8 +359,6 @@ func newServer(o Options, root *Server, name string) (*Server, error) {
 		}
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (see /api/v1/openapi.json)", clip(r.Method, 20), clip(r.URL.Path, 100)))
 	})
-	s.startRetention()
-	s.unwatch = watchCommits(o.Store, s.hub, s.log)
 	return s, nil
 }
 
