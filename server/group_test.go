@@ -18,12 +18,17 @@ type countingGroups struct {
 	store.GroupAppender
 	calls, groups atomic.Int64
 	gate          chan struct{} // if set, each call waits for it
+	entered       chan struct{} // if set, each call waiting for gate sends to it, when it can
 }
 
 // AppendGroups fails, storing nothing, when a group holds a record named
 // "poison", as a store fails on data it cannot take.
 func (c *countingGroups) AppendGroups(ctx context.Context, g []store.Group) ([]int, error) {
 	if c.gate != nil {
+		select {
+		case c.entered <- struct{}{}:
+		default:
+		}
 		<-c.gate
 	}
 	c.calls.Add(1)
@@ -42,7 +47,7 @@ func (c *countingGroups) AppendGroups(ctx context.Context, g []store.Group) ([]i
 // answered with its own count after its records are committed, and a bad
 // request fails alone.
 func TestGroupCommit(t *testing.T) {
-	st := &countingGroups{GroupAppender: openStore(t).(store.GroupAppender), gate: make(chan struct{})}
+	st := &countingGroups{GroupAppender: openStore(t).(store.GroupAppender), gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	e := newEnv(t, Options{Store: st})
 	const n = 40
 	type answer struct {
@@ -62,6 +67,9 @@ func TestGroupCommit(t *testing.T) {
 			code, body, _ := e.do("POST", "/v1/records", "application/x-ndjson", ndjson(run(byte(i+1), name)))
 			answers[i] = answer{code, string(body)}
 		}()
+		if i == 0 {
+			<-st.entered // request 0 alone is the first transaction
+		}
 	}
 	// Hold the first transaction until the others wait behind it.
 	for e.srv.group.queued() < n-1 {

@@ -25,6 +25,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -828,8 +829,13 @@ func RecordMatch(q *store.Query) func(*trace.Record) bool {
 }
 
 // TextFields returns the searchable text of r by field name, in the order
-// Snippet looks at them.
+// Snippet looks at them. An OTLP span's companion record is searched by
+// its span's name and attribute values alone, as its output
+// (otlp.SpanText).
 func TextFields(r *trace.Record) [5]struct{ Field, Text string } {
+	if text, ok := otlp.SpanText(r); ok {
+		return [5]struct{ Field, Text string }{{"name", ""}, {"error", r.Error}, {"input", ""}, {"output", text}, {"thinking", ""}}
+	}
 	return [5]struct{ Field, Text string }{
 		{"name", r.Name}, {"error", r.Error}, {"input", valueText(r.Input)}, {"output", valueText(r.Output)}, {"thinking", valueText(r.Thinking)},
 	}
