@@ -159,6 +159,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 					b.ReportMetric(ref, "append-records/s")
 					b.ReportMetric(100*rate/ref, "%-of-append")
 					b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+					b.ReportMetric(float64(len(all))/float64(len(payloads)), "records/request")
 					if refCPU > 0 {
 						b.ReportMetric(refCPU, "append-cpu-µs/rec")
 					}
