@@ -60,7 +60,9 @@ const (
 // stops it.
 func watchCommits(st store.Store, h *hub, log *slog.Logger) (stop func()) {
 	cw, ok := st.(store.CommitWatcher)
-	pager, paged := st.(store.RecordPager) // reads back what a notice names
+	// Reads back what a notice names, from the primary: a replica may
+	// not have it yet.
+	pager, paged := store.Primary(st).(store.RecordPager)
 	if !ok || !paged {
 		return func() {}
 	}

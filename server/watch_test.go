@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -220,5 +221,42 @@ func TestStreamsAcrossCollectorsRanges(t *testing.T) {
 	}
 	if d := got[y[0].TraceID.String()]; !strings.Contains(d, `"records":1`) || !strings.Contains(d, `"state":"started"`) {
 		t.Errorf("trace event of y: %s", d)
+	}
+}
+
+// TestStreamsAcrossCollectorsLaggingReplica: a collector that reads from
+// a replica reads back another collector's records from the primary, so
+// a replica that has not caught up (here one that never does: another
+// store) does not lose them from its live streams.
+func TestStreamsAcrossCollectorsLaggingReplica(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	open := func() store.Store {
+		st, err := postgres.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	sp, err := store.Split(open(), openStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := newEnv(t, Options{Store: sp}), newEnv(t, Options{Store: open()})
+	recs := run(0x71, "lagging")
+	id := recs[0].TraceID.String()
+	all := a.stream(t, "/api/v1/stream", "")
+	one := a.stream(t, "/api/v1/traces/"+id+"/stream", "")
+	if code, body, _ := b.do("POST", "/v1/records", "application/x-ndjson", ndjson(recs)); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	for seq := uint64(1); seq <= uint64(len(recs)); seq++ {
+		wantSeq(t, one.next(), seq)
+	}
+	if ev := all.nextFor(id); ev.kind != "trace" || !strings.Contains(ev.data, `"state":"ended"`) {
+		t.Fatalf("trace event from B: %+v", ev)
+	}
+	if _, err := sp.Trace(context.Background(), recs[0].TraceID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the replica has the trace (%v): the test proves nothing", err)
 	}
 }

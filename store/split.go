@@ -70,6 +70,20 @@ func Split(primary, replica Store) (Store, error) {
 	return s, nil
 }
 
+// Primary returns the store that st writes to: the primary of a store
+// made by Split, st itself otherwise. Reads that must see a commit that
+// was just announced, such as reading back the records a CommitNotice
+// names, go to it, since a replica lags behind by up to its replication
+// delay.
+func Primary(st Store) Store {
+	if s, ok := st.(interface{ primary() Store }); ok {
+		return s.primary()
+	}
+	return st
+}
+
+func (s *split) primary() Store { return s.Store }
+
 // split is Split's store; Store is the primary, whose methods it keeps
 // unless it forwards them to replica below.
 type split struct {
@@ -250,11 +264,9 @@ func (s *splitGroups) AppendGroups(ctx context.Context, groups []Group) ([]int, 
 }
 
 // WatchCommits implements CommitWatcher with the primary's notices, which
-// the primary sends as it commits; the records they name are read back
-// through the split, from the replica, so a replica that lags behind may
-// miss the first read-back (the trace's stream then catches up when it
-// starts again). A primary that cannot tell its commits makes it return
-// an error wrapping errors.ErrUnsupported.
+// the primary sends as it commits. Read the records they name back from
+// Primary: the replica may not have them yet. A primary that cannot tell
+// its commits makes it return an error wrapping errors.ErrUnsupported.
 func (s *split) WatchCommits(ctx context.Context, w CommitWatch) error {
 	cw, ok := s.Store.(CommitWatcher)
 	if !ok {

@@ -61,3 +61,28 @@ func TestSplitGroups(t *testing.T) {
 		t.Errorf("Trace read the primary: %v", err)
 	}
 }
+
+// TestPrimary: Primary is a split's primary, and any other store itself.
+func TestPrimary(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	primary, err := sqlite.Open(ctx, filepath.Join(dir, "primary.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := sqlite.Open(ctx, filepath.Join(dir, "replica.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := store.Split(primary, replica)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if got := store.Primary(sp); got != store.Store(primary) {
+		t.Errorf("Primary(split) = %T %p, want the primary %p", got, got, primary)
+	}
+	if got := store.Primary(replica); got != store.Store(replica) {
+		t.Errorf("Primary(a store) = %p, want itself %p", got, replica)
+	}
+}
