@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"BadInput", testBadInput},
 		{"List", testList},
 		{"Search", testSearch},
+		{"SearchSpans", testSearchSpans},
 		{"Delete", testDelete},
 		{"Prune", testPrune},
 		{"Aggregate", testAggregate},
