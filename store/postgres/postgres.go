@@ -388,14 +388,16 @@ func textMatch(b *sqlstore.Builder, terms []string) string {
 // maxBody bounds the text indexed per record (a tsvector holds at most 1 MB).
 const maxBody = 256 << 10
 
-// body is the text of r that the tsvector indexes, as valid UTF-8 without
-// NUL bytes (which PostgreSQL text cannot hold).
+// body is the text of r that the tsvector indexes: its tokens, lowercase
+// runs of letters and digits separated by spaces (sqlstore.TokenText), as
+// a query's terms are split and SQLite's index splits text. It is valid
+// UTF-8 without NUL bytes (which PostgreSQL text cannot hold).
 func body(r *trace.Record) string {
 	s := sqlstore.Body(r)
 	if len(s) > maxBody {
 		s = s[:maxBody]
 	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", " ")
+	return sqlstore.TokenText(strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 type key struct {

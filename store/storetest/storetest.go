@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"List", testList},
 		{"Search", testSearch},
 		{"SearchSpans", testSearchSpans},
+		{"SearchTokens", testSearchTokens},
 		{"Delete", testDelete},
 		{"Prune", testPrune},
 		{"Aggregate", testAggregate},

@@ -689,7 +689,25 @@ func Terms(q *store.Query) (terms []string, ok bool) {
 // Tokens splits s into lowercase runs of letters and digits, as the text
 // indexes do.
 func Tokens(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return strings.FieldsFunc(strings.ToLower(s), notTokenRune)
+}
+
+func notTokenRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+
+// TokenText returns s's Tokens separated by single spaces: the text to
+// hand a text index whose own parser splits words differently (PostgreSQL's
+// reads "cust-4711" as "cust" and "-4711", and "api.example.com" as one
+// host name), so that it indexes the tokens a query is split into.
+func TokenText(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, f := range strings.FieldsFunc(s, notTokenRune) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strings.ToLower(f))
+	}
+	return b.String()
 }
 
 // Search implements store.Store.
