@@ -1,9 +1,8 @@
 package otlp
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/loupe-dev/loupe/trace"
 )
@@ -29,7 +28,7 @@ func SpanText(r *trace.Record) (text string, ok bool) {
 		return "", true
 	}
 	w := textWalker{b: r.Output}
-	if !w.object(w.root) || w.skipSpace() < len(w.b) {
+	if !w.object(partDoc, 0) || w.skipSpace() < len(w.b) {
 		return r.Output.Text(), true
 	}
 	return w.out.String(), true
@@ -37,136 +36,64 @@ func SpanText(r *trace.Record) (text string, ok bool) {
 
 // textWalker reads an OTLP/JSON traces document, writing the text
 // SpanText keeps to out. Its methods return false on anything that is not
-// JSON of the expected shape; the walker is then abandoned.
+// JSON of the expected shape; the walker is then abandoned. It calls no
+// function values and decodes strings itself, so that reading a span
+// allocates nothing but the text.
 type textWalker struct {
 	b   []byte
 	i   int
 	out strings.Builder
 }
 
-// root reads a member of the document: its resourceSpans.
-func (w *textWalker) root(key []byte) bool {
-	if string(key) != "resourceSpans" {
-		return w.skip()
-	}
-	return w.array(func() bool {
-		return w.object(func(key []byte) bool {
-			if string(key) != "scopeSpans" {
-				return w.skip() // the resource, the schema URL
-			}
-			return w.array(func() bool {
-				return w.object(func(key []byte) bool {
-					if string(key) != "spans" {
-						return w.skip() // the scope, the schema URL
-					}
-					return w.array(func() bool { return w.object(w.span) })
-				})
-			})
-		})
-	})
-}
+// part names the objects of the document that the walker reads into.
+type part uint8
 
-// span reads a member of a span: its name, attributes and status.
-func (w *textWalker) span(key []byte) bool {
-	switch string(key) {
-	case "name":
+const (
+	partDoc      part = iota // the document: resourceSpans
+	partResource             // a ResourceSpans: scopeSpans
+	partScope                // a ScopeSpans: spans
+	partSpan                 // a span: name, attributes, status
+	partStatus               // a span's status: message
+	partKeyValue             // a key-value pair: value
+	partValue                // an AnyValue: stringValue, intValue, doubleValue, arrayValue, kvlistValue
+	partArray                // an ArrayValue: values, AnyValues
+	partKvlist               // a KeyValueList: values, key-value pairs
+)
+
+// member reads the value of member key of an object p whose values are
+// nested d arrays and maps deep.
+func (w *textWalker) member(p part, d int, key []byte) bool {
+	switch k := string(key); {
+	case p == partDoc && k == "resourceSpans":
+		return w.array(partResource, d)
+	case p == partResource && k == "scopeSpans":
+		return w.array(partScope, d)
+	case p == partScope && k == "spans":
+		return w.array(partSpan, d)
+	case p == partSpan && k == "name", p == partStatus && k == "message":
 		return w.text()
-	case "attributes":
-		return w.array(func() bool { return w.object(w.keyValue(0)) })
-	case "status":
-		return w.object(func(key []byte) bool {
-			if string(key) == "message" {
-				return w.text()
-			}
-			return w.skip()
-		})
+	case p == partSpan && k == "attributes":
+		return w.array(partKeyValue, d)
+	case p == partSpan && k == "status":
+		return w.object(partStatus, d)
+	case p == partKeyValue && k == "value":
+		return w.object(partValue, d)
+	case p == partValue && (k == "stringValue" || k == "intValue" || k == "doubleValue"):
+		return w.text()
+	case p == partValue && k == "arrayValue" && d < DefaultMaxDepth:
+		return w.object(partArray, d+1)
+	case p == partValue && k == "kvlistValue" && d < DefaultMaxDepth:
+		return w.object(partKvlist, d+1)
+	case p == partArray && k == "values":
+		return w.array(partValue, d)
+	case p == partKvlist && k == "values":
+		return w.array(partKeyValue, d)
 	}
 	return w.skip()
 }
 
-// keyValue returns the reader of the members of a key-value pair at
-// nesting depth d: its value.
-func (w *textWalker) keyValue(d int) func(key []byte) bool {
-	return func(key []byte) bool {
-		if string(key) != "value" {
-			return w.skip()
-		}
-		return w.object(w.anyValue(d))
-	}
-}
-
-// anyValue returns the reader of the members of an AnyValue at nesting
-// depth d: strings and numbers are kept, arrays and maps read down to
-// DefaultMaxDepth levels, anything else skipped.
-func (w *textWalker) anyValue(d int) func(key []byte) bool {
-	return func(key []byte) bool {
-		switch string(key) {
-		case "stringValue", "intValue", "doubleValue":
-			return w.text()
-		case "arrayValue", "kvlistValue":
-			if d >= DefaultMaxDepth {
-				return w.skip()
-			}
-			each := func() bool { return w.object(w.anyValue(d + 1)) }
-			if string(key) == "kvlistValue" {
-				each = func() bool { return w.object(w.keyValue(d + 1)) }
-			}
-			return w.object(func(key []byte) bool {
-				if string(key) != "values" {
-					return w.skip()
-				}
-				return w.array(each)
-			})
-		}
-		return w.skip()
-	}
-}
-
-// text writes the string or number at w.i to out on a line of its own.
-func (w *textWalker) text() bool {
-	start := w.skipSpace()
-	if start >= len(w.b) {
-		return false
-	}
-	if w.b[start] != '"' {
-		if !w.skip() {
-			return false
-		}
-		if c := w.b[start]; c == '-' || c >= '0' && c <= '9' {
-			w.line(w.b[start:w.i]) // a number; not an object, array or literal
-		}
-		return true
-	}
-	escaped, ok := w.str()
-	if !ok {
-		return false
-	}
-	s := w.b[start+1 : w.i-1]
-	if escaped {
-		var u string
-		if json.Unmarshal(w.b[start:w.i], &u) != nil {
-			return false
-		}
-		s = []byte(u)
-	}
-	w.line(s)
-	return true
-}
-
-// line writes s to out on a line of its own, unless it is blank.
-func (w *textWalker) line(s []byte) {
-	if len(bytes.TrimSpace(s)) == 0 {
-		return
-	}
-	if w.out.Len() > 0 {
-		w.out.WriteByte('\n')
-	}
-	w.out.Write(s)
-}
-
-// object reads the object at w.i, calling member with each key once w.i
-// is at its value; member must read the value.
-func (w *textWalker) object(member func(key []byte) bool) bool {
+// object reads the object at w.i, a p at depth d.
+func (w *textWalker) object(p part, d int) bool {
 	if w.skipSpace() >= len(w.b) || w.b[w.i] != '{' {
 		return false
 	}
@@ -188,7 +115,7 @@ func (w *textWalker) object(member func(key []byte) bool) bool {
 			return false
 		}
 		w.i++
-		if !member(key) {
+		if !w.member(p, d, key) {
 			return false
 		}
 		if w.skipSpace() >= len(w.b) {
@@ -206,9 +133,8 @@ func (w *textWalker) object(member func(key []byte) bool) bool {
 	}
 }
 
-// array reads the array at w.i, calling elem once w.i is at each element;
-// elem must read it.
-func (w *textWalker) array(elem func() bool) bool {
+// array reads the array at w.i, whose elements are objects p at depth d.
+func (w *textWalker) array(p part, d int) bool {
 	if w.skipSpace() >= len(w.b) || w.b[w.i] != '[' {
 		return false
 	}
@@ -218,7 +144,7 @@ func (w *textWalker) array(elem func() bool) bool {
 		return true
 	}
 	for {
-		if !elem() {
+		if !w.object(p, d) {
 			return false
 		}
 		if w.skipSpace() >= len(w.b) {
@@ -236,6 +162,124 @@ func (w *textWalker) array(elem func() bool) bool {
 	}
 }
 
+// text writes the string or number at w.i to out on a line of its own,
+// and skips anything else.
+func (w *textWalker) text() bool {
+	start := w.skipSpace()
+	if start >= len(w.b) {
+		return false
+	}
+	if w.b[start] != '"' {
+		if !w.skip() {
+			return false
+		}
+		if c := w.b[start]; c == '-' || c >= '0' && c <= '9' {
+			w.newLine()
+			w.out.Write(w.b[start:w.i])
+		}
+		return true
+	}
+	escaped, ok := w.str()
+	if !ok {
+		return false
+	}
+	s := w.b[start+1 : w.i-1]
+	if isBlank(s) {
+		return true
+	}
+	w.newLine()
+	if !escaped {
+		w.out.Write(s)
+		return true
+	}
+	return w.unescape(s)
+}
+
+// newLine starts a line of out, unless out is empty.
+func (w *textWalker) newLine() {
+	if w.out.Len() > 0 {
+		w.out.WriteByte('\n')
+	}
+}
+
+func isBlank(s []byte) bool {
+	for _, c := range s {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// unescape writes the JSON string body s, escapes decoded, to out. A
+// lone surrogate becomes U+FFFD, as encoding/json decodes it.
+func (w *textWalker) unescape(s []byte) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			w.out.WriteByte(c)
+			continue
+		}
+		if i++; i >= len(s) {
+			return false
+		}
+		switch s[i] {
+		case '"', '\\', '/':
+			w.out.WriteByte(s[i])
+		case 'b':
+			w.out.WriteByte('\b')
+		case 'f':
+			w.out.WriteByte('\f')
+		case 'n':
+			w.out.WriteByte('\n')
+		case 'r':
+			w.out.WriteByte('\r')
+		case 't':
+			w.out.WriteByte('\t')
+		case 'u':
+			r, ok := hex4(s, i+1)
+			if !ok {
+				return false
+			}
+			i += 4
+			if r >= 0xD800 && r < 0xDC00 { // a high surrogate: a pair?
+				if lo, ok := hex4(s, i+3); ok && i+2 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' && lo >= 0xDC00 && lo < 0xE000 {
+					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+					i += 6
+				}
+			}
+			if !utf8.ValidRune(r) {
+				r = utf8.RuneError
+			}
+			w.out.WriteRune(r)
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// hex4 returns the rune of the four hex digits at s[i:].
+func hex4(s []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
 // skip moves past the value at w.i, nested containers included, without
 // recursion.
 func (w *textWalker) skip() bool {
@@ -244,7 +288,7 @@ func (w *textWalker) skip() bool {
 		if w.skipSpace() >= len(w.b) {
 			return false
 		}
-		switch c := w.b[w.i]; c {
+		switch w.b[w.i] {
 		case '"':
 			if _, ok := w.str(); !ok {
 				return false

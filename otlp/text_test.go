@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -24,7 +25,7 @@ func companion(t testing.TB, td ptrace.Traces, name string) trace.Record {
 		}
 		var found bool
 		w := textWalker{b: r.Output}
-		w.object(w.root)
+		w.object(partDoc, 0)
 		for l := range strings.SplitSeq(w.out.String(), "\n") {
 			found = found || l == name
 		}
@@ -183,5 +184,59 @@ func FuzzSpanText(f *testing.F) {
 		if got, _ := SpanText(&c); !strings.Contains(got, value) {
 			t.Errorf("SpanText = %q, lacks %q", got, value)
 		}
+	})
+}
+
+// BenchmarkSpanText reads the text of the GenAI fixture's companion
+// records: "walk" is SpanText, "decode" the same document decoded with
+// encoding/json into the structs it needs, for comparison.
+func BenchmarkSpanText(b *testing.B) {
+	raw, err := os.ReadFile("testdata/genai.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	td, err := DecodeJSON(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var comps []trace.Record
+	for _, r := range Map(td, nil).Records {
+		if r.Type == trace.TypeCustom && r.Name == SpanRecordName {
+			comps = append(comps, r)
+		}
+	}
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			for i := range comps {
+				SpanText(&comps[i])
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(comps)), "ns/span")
+	})
+	b.Run("decode", func(b *testing.B) {
+		type kv struct {
+			Value struct {
+				StringValue *string         `json:"stringValue"`
+				IntValue    json.RawMessage `json:"intValue"`
+			} `json:"value"`
+		}
+		var doc struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []struct {
+						Name       string `json:"name"`
+						Attributes []kv   `json:"attributes"`
+					} `json:"spans"`
+				} `json:"scopeSpans"`
+			} `json:"resourceSpans"`
+		}
+		for b.Loop() {
+			for i := range comps {
+				if err := json.Unmarshal(comps[i].Output, &doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(comps)), "ns/span")
 	})
 }
