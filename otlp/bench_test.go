@@ -14,14 +14,7 @@ import (
 // time per request (unix), which a loaded machine disturbs less than
 // ns/op.
 func BenchmarkDecodeAndMap(b *testing.B) {
-	raw, err := os.ReadFile("testdata/genai.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	td, err := DecodeJSON(raw)
-	if err != nil {
-		b.Fatal(err)
-	}
+	td := decodeFile(b, "testdata/genai.json")
 	var pm ptrace.ProtoMarshaler
 	pb, err := pm.MarshalTraces(td)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/loupe-dev/loupe/trace"
 )
 
-func decodeFile(t *testing.T, path string) ptrace.Traces {
+func decodeFile(t testing.TB, path string) ptrace.Traces {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -118,17 +118,8 @@ func (w *textWalker) object(p part, d int) bool {
 		if !w.member(p, d, key) {
 			return false
 		}
-		if w.skipSpace() >= len(w.b) {
-			return false
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-		case '}':
-			w.i++
-			return true
-		default:
-			return false
+		if more, ok := w.next('}'); !more {
+			return ok
 		}
 	}
 }
@@ -147,19 +138,27 @@ func (w *textWalker) array(p part, d int) bool {
 		if !w.object(p, d) {
 			return false
 		}
-		if w.skipSpace() >= len(w.b) {
-			return false
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-		case ']':
-			w.i++
-			return true
-		default:
-			return false
+		if more, ok := w.next(']'); !more {
+			return ok
 		}
 	}
+}
+
+// next moves past what follows an element of a container that ends with
+// end: a comma (more) or end (done, ok); anything else is not ok.
+func (w *textWalker) next(end byte) (more, ok bool) {
+	if w.skipSpace() >= len(w.b) {
+		return false, false
+	}
+	switch w.b[w.i] {
+	case ',':
+		w.i++
+		return true, true
+	case end:
+		w.i++
+		return false, true
+	}
+	return false, false
 }
 
 // text writes the string or number at w.i to out on a line of its own,

@@ -3,7 +3,6 @@ package otlp
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -121,14 +120,7 @@ func TestSpanTextDepth(t *testing.T) {
 // TestSpanTextGenAI: the companions of the GenAI fixture keep their
 // attribute values and none of the OTLP structure.
 func TestSpanTextGenAI(t *testing.T) {
-	b, err := os.ReadFile("testdata/genai.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	td, err := DecodeJSON(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	td := decodeFile(t, "testdata/genai.json")
 	var all strings.Builder
 	for _, r := range Map(td, nil).Records {
 		text, ok := SpanText(&r)
@@ -191,16 +183,8 @@ func FuzzSpanText(f *testing.F) {
 // records: "walk" is SpanText, "decode" the same document decoded with
 // encoding/json into the structs it needs, for comparison.
 func BenchmarkSpanText(b *testing.B) {
-	raw, err := os.ReadFile("testdata/genai.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	td, err := DecodeJSON(raw)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var comps []trace.Record
-	for _, r := range Map(td, nil).Records {
+	for _, r := range Map(decodeFile(b, "testdata/genai.json"), nil).Records {
 		if r.Type == trace.TypeCustom && r.Name == SpanRecordName {
 			comps = append(comps, r)
 		}

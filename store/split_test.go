@@ -17,26 +17,7 @@ import (
 // every method against a replica that may only read.)
 func TestSplitGroups(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	primary, err := sqlite.Open(ctx, filepath.Join(dir, "primary.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rpath := filepath.Join(dir, "replica.db")
-	rw, err := sqlite.Open(ctx, rpath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw.Close()
-	replica, err := sqlite.OpenReadOnly(ctx, rpath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := store.Split(primary, replica)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
+	primary, _, sp := splitSQLite(t)
 	ga, ok := sp.(store.GroupAppender)
 	if !ok {
 		t.Fatalf("the split of a SQLite primary is not a GroupAppender")
@@ -64,25 +45,36 @@ func TestSplitGroups(t *testing.T) {
 
 // TestPrimary: Primary is a split's primary, and any other store itself.
 func TestPrimary(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	primary, err := sqlite.Open(ctx, filepath.Join(dir, "primary.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica, err := sqlite.Open(ctx, filepath.Join(dir, "replica.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := store.Split(primary, replica)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
+	primary, replica, sp := splitSQLite(t)
 	if got := store.Primary(sp); got != store.Store(primary) {
 		t.Errorf("Primary(split) = %T %p, want the primary %p", got, got, primary)
 	}
 	if got := store.Primary(replica); got != store.Store(replica) {
 		t.Errorf("Primary(a store) = %p, want itself %p", got, replica)
 	}
+}
+
+// splitSQLite splits two SQLite stores in a temporary folder, the replica
+// another file opened read-only; the split is closed when t ends.
+func splitSQLite(t *testing.T) (primary *sqlite.Store, replica, sp store.Store) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	primary, err := sqlite.Open(ctx, filepath.Join(dir, "primary.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rpath := filepath.Join(dir, "replica.db")
+	rw, err := sqlite.Open(ctx, rpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	if replica, err = sqlite.OpenReadOnly(ctx, rpath); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err = store.Split(primary, replica); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	return primary, replica, sp
 }
