@@ -366,6 +366,19 @@ func (s *Server) stale(ctx context.Context, sub *Server) bool {
 	return err == nil && (!ok || entry != sub.life.entry)
 }
 
+// OpenProject opens project name now, as the first request naming it
+// would (a collector opens the projects it was given rules or monitors for
+// at start, so that they run before a request names them). The default
+// project is always open; a project that does not exist is an error.
+func (s *Server) OpenProject(ctx context.Context, name string) error {
+	_, _, done, err := s.top().project(ctx, name)
+	if err != nil {
+		return err
+	}
+	done()
+	return nil
+}
+
 // openProject opens project name's parts and makes its server.
 func (s *Server) openProject(ctx context.Context, name string) (*Server, error) {
 	if err := store.CheckProject(name); err != nil {
