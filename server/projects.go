@@ -36,6 +36,13 @@ import (
 // for OTLP, the resource attribute loupe.project; with none, it is the
 // key's first project, or the default one. With Options.RequireKeys, the
 // key must allow the project (Key.Projects).
+//
+// DeleteProject (DELETE /api/v1/projects/{name}) deletes a project: the
+// root closes the project's server once its requests in flight have ended
+// (live streams at once, others after a grace period), then drops its
+// store (Options.DropProject). Collectors sharing the store notice that
+// the project's entry is gone or changed within a second of a request
+// naming it, or within five seconds without one, and close it too.
 
 // ProjectHeader is the request header, and the gRPC metadata key
 // (lower-cased), that names a request's project.
@@ -49,7 +56,8 @@ const ProjectCookie = "loupe_project"
 const ProjectAttribute = "loupe.project"
 
 // AllProjects in Key.Projects lets a key use every project, and manage
-// them (POST /api/v1/projects needs an admin key that allows it).
+// them (POST /api/v1/projects and DELETE /api/v1/projects/{name} need an
+// admin key that allows it).
 const AllProjects = "*"
 
 // Project is what a server needs to serve a project other than the

@@ -542,7 +542,8 @@ Scopes: ingest (POST /v1/records, /v1/traces and /v1/logs only), read (the API a
 streams only), admin (everything, deleting traces included). Send it as
 Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <key>".
 A key belongs to the projects --projects names (the default project when
-none; '*' for every project, which an admin key needs to make projects);
+none; '*' for every project, which an admin key needs to make and delete
+projects);
 its requests go to the first unless they name another (the Loupe-Project
 header, or the OTLP resource attribute loupe.project).`,
 		Args: cobra.NoArgs,
