@@ -227,10 +227,11 @@ func (s *Server) exportSignal(ctx context.Context, dec func(any) error, method s
 	if v := md.Get(strings.ToLower(ProjectHeader)); len(v) > 0 && strings.TrimSpace(v[0]) != "" {
 		project = strings.TrimSpace(v[0])
 	}
-	target, err := s.projectFor(ctx, project)
+	target, ctx, done, err := s.projectFor(ctx, project)
 	if err != nil {
 		return nil, grpcProjectError(err)
 	}
+	defer done()
 	var b rawMessage
 	if err := dec(&b); err != nil {
 		return nil, err // already a status (ResourceExhausted, Canceled, …)

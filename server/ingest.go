@@ -448,9 +448,12 @@ func (s *Server) ingestParts(ctx context.Context, parts map[string][]int, ingest
 	names := slices.Sorted(maps.Keys(parts))
 	targets := make([]*Server, len(names))
 	for i, n := range names {
-		if targets[i], err = s.projectFor(ctx, n); err != nil {
+		// In use until the request ends; a deletion waits for it.
+		var done func()
+		if targets[i], _, done, err = s.projectFor(ctx, n); err != nil {
 			return 0, "", err
 		}
+		defer done()
 	}
 	for i, n := range names {
 		r, m, err := ingest(targets[i], parts[n])

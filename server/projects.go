@@ -2,15 +2,18 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loupe-dev/loupe/alert"
@@ -33,6 +36,13 @@ import (
 // for OTLP, the resource attribute loupe.project; with none, it is the
 // key's first project, or the default one. With Options.RequireKeys, the
 // key must allow the project (Key.Projects).
+//
+// DeleteProject (DELETE /api/v1/projects/{name}) deletes a project: the
+// root closes the project's server once its requests in flight have ended
+// (live streams at once, others after a grace period), then drops its
+// store (Options.DropProject). Collectors sharing the store notice that
+// the project's entry is gone or changed within a second of a request
+// naming it, or within five seconds without one, and close it too.
 
 // ProjectHeader is the request header, and the gRPC metadata key
 // (lower-cased), that names a request's project.
@@ -46,7 +56,8 @@ const ProjectCookie = "loupe_project"
 const ProjectAttribute = "loupe.project"
 
 // AllProjects in Key.Projects lets a key use every project, and manage
-// them (POST /api/v1/projects needs an admin key that allows it).
+// them (POST /api/v1/projects and DELETE /api/v1/projects/{name} need an
+// admin key that allows it).
 const AllProjects = "*"
 
 // Project is what a server needs to serve a project other than the
@@ -116,11 +127,19 @@ func CreateProject(ctx context.Context, st store.Store, name string, now time.Ti
 		return ProjectInfo{}, fmt.Errorf("project %q: %w", name, ErrProjectExists)
 	}
 	p := ProjectInfo{Name: name, Created: now.UTC().Truncate(time.Second)}
-	b, _ := json.Marshal(p)
+	// The nonce tells this project from one deleted and made again under
+	// its name: a collector serving the old one sees the entry change.
+	b, _ := json.Marshal(storedProject{p, rand.Text()})
 	if err := set.PutSetting(ctx, projectPrefix+name, string(b)); err != nil {
 		return ProjectInfo{}, fmt.Errorf("storing the project: %w", err)
 	}
 	return p, nil
+}
+
+// storedProject is a project's entry in the default store's settings.
+type storedProject struct {
+	ProjectInfo
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // Projects returns the projects recorded in st, the default one first,
@@ -147,20 +166,19 @@ func Projects(ctx context.Context, st store.Store) ([]ProjectInfo, error) {
 	return append(out, rest...), nil
 }
 
-// projectExists reports whether name is recorded in the default store.
-func (s *Server) projectExists(ctx context.Context, name string) (bool, error) {
-	if name == store.DefaultProject {
-		return true, nil
-	}
+// projectEntry returns name's entry in the default store ("" and false
+// when it has none): what a collector compares to see that a project it
+// serves was deleted, or deleted and made again.
+func (s *Server) projectEntry(ctx context.Context, name string) (string, bool, error) {
 	if s.keys == nil {
-		return false, nil
+		return "", false, nil
 	}
 	m, err := s.keys.Settings(ctx, projectPrefix+name)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
-	_, ok := m[projectPrefix+name]
-	return ok, nil
+	v, ok := m[projectPrefix+name]
+	return v, ok, nil
 }
 
 // projectSet is the root server's open projects.
@@ -168,7 +186,88 @@ type projectSet struct {
 	mu     sync.Mutex
 	subs   map[string]*Server
 	opens  map[string]chan struct{} // closed when an open in progress ends
+	drops  map[string]chan struct{} // closed when a deletion in progress ends
 	closed bool
+
+	stopSweep, swept chan struct{} // sweepProjects; nil on a project's server
+}
+
+// projectRecheck is how often a collector asks the default store whether
+// a project it serves still exists (as it was opened), so that one deleted
+// through another collector, or by loupe projects rm, stops being served.
+const projectRecheck = time.Second
+
+// projectGrace is how long deleting a project waits for its requests in
+// flight to end before it cancels them.
+const projectGrace = 10 * time.Second
+
+// lease counts the requests in flight on a project's server, so that
+// deleting the project closes it after they end.
+type lease struct {
+	mu      sync.Mutex
+	n       int
+	retired bool
+	idle    chan struct{}      // closed once retired and n is 0
+	ctx     context.Context    // the requests' contexts end with it
+	cancel  context.CancelFunc //
+	entry   string             // the project's entry when it was opened (projectEntry)
+	checked atomic.Int64       // when entry was last confirmed, Unix ns
+}
+
+// use marks a request in flight on sub, with a context that ends when
+// ctx does or when sub's project is deleted and its grace has passed;
+// done ends it. ok is false when sub is retired. The root is always
+// usable.
+func (sub *Server) use(ctx context.Context) (_ context.Context, done func(), ok bool) {
+	if sub.root == nil {
+		return ctx, func() {}, true
+	}
+	l := &sub.life
+	l.mu.Lock()
+	if l.retired {
+		l.mu.Unlock()
+		return ctx, func() {}, false
+	}
+	l.n++
+	l.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(l.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		l.mu.Lock()
+		if l.n--; l.n == 0 && l.retired {
+			close(l.idle)
+		}
+		l.mu.Unlock()
+	}, true
+}
+
+// retire closes sub, which the caller took out of the open projects:
+// its live streams end at once, its other requests in flight may finish
+// for projectGrace and are then canceled, and once none is left its
+// retention, commit watch, branches, rules, monitors, MCP server and
+// store are closed.
+func (sub *Server) retire() {
+	l := &sub.life
+	l.mu.Lock()
+	l.retired = true
+	if l.n == 0 {
+		close(l.idle)
+	}
+	l.mu.Unlock()
+	sub.hub.close()
+	t := time.NewTimer(projectGrace)
+	select {
+	case <-l.idle:
+	case <-t.C:
+		sub.log.Warn("loupe serve: canceling the requests still in flight on a deleted project")
+		l.cancel()
+		<-l.idle
+	}
+	t.Stop()
+	l.cancel()
+	sub.Close()
 }
 
 // errNoProject is a project name that is not recorded (or the server
@@ -179,23 +278,55 @@ func (e errNoProject) Error() string {
 	return fmt.Sprintf("no project %q on this server (see GET /api/v1/projects; an admin makes one with loupe projects add)", string(e))
 }
 
-// project returns the server of project name: s itself for s's project,
-// else the root's sub-server, opened on first use.
-func (s *Server) project(ctx context.Context, name string) (*Server, error) {
+// project returns the server of project name, in use by the caller
+// until it calls done, with the context its work should use: the root
+// itself for the root's project, else the root's sub-server, opened on
+// first use.
+func (s *Server) project(ctx context.Context, name string) (_ *Server, _ context.Context, done func(), _ error) {
 	root := s.top()
 	if name == "" || name == root.name {
-		return root, nil
+		return root, ctx, func() {}, nil
 	}
 	ps := &root.projects
 	for {
 		ps.mu.Lock()
 		if ps.closed {
 			ps.mu.Unlock()
-			return nil, errors.New("the server is closing")
+			return nil, ctx, nil, errors.New("the server is closing")
+		}
+		if wait, busy := ps.drops[name]; busy { // being deleted: then it is gone
+			ps.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx, nil, ctx.Err()
+			}
 		}
 		if sub := ps.subs[name]; sub != nil {
+			if last := sub.life.checked.Load(); time.Since(time.Unix(0, last)) > projectRecheck && sub.life.checked.CompareAndSwap(last, time.Now().UnixNano()) {
+				// This request asks the store; the others go on meanwhile.
+				ps.mu.Unlock()
+				if root.stale(ctx, sub) {
+					ps.mu.Lock()
+					gone := ps.subs[name] == sub
+					if gone {
+						delete(ps.subs, name)
+					}
+					ps.mu.Unlock()
+					if gone {
+						root.log.Info("loupe serve: project closed: deleted by another collector or loupe projects rm", "project", name)
+						go sub.retire()
+					}
+				}
+				continue
+			}
+			uctx, done, ok := sub.use(ctx)
 			ps.mu.Unlock()
-			return sub, nil
+			if !ok {
+				continue
+			}
+			return sub, uctx, done, nil
 		}
 		wait, busy := ps.opens[name]
 		if !busy {
@@ -209,27 +340,51 @@ func (s *Server) project(ctx context.Context, name string) (*Server, error) {
 			ps.mu.Lock()
 			delete(ps.opens, name)
 			close(wait)
-			if err == nil {
-				if ps.closed {
-					ps.mu.Unlock()
-					sub.Close()
-					return nil, errors.New("the server is closing")
-				}
-				if ps.subs == nil {
-					ps.subs = map[string]*Server{}
-				}
-				ps.subs[name] = sub
+			if err != nil {
+				ps.mu.Unlock()
+				return nil, ctx, nil, err
 			}
+			if ps.closed {
+				ps.mu.Unlock()
+				sub.Close()
+				return nil, ctx, nil, errors.New("the server is closing")
+			}
+			if ps.subs == nil {
+				ps.subs = map[string]*Server{}
+			}
+			ps.subs[name] = sub
+			uctx, done, _ := sub.use(ctx)
 			ps.mu.Unlock()
-			return sub, err
+			return sub, uctx, done, nil
 		}
 		ps.mu.Unlock()
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, ctx, nil, ctx.Err()
 		}
 	}
+}
+
+// stale reports whether sub's project was deleted (or deleted and made
+// again) since sub was opened; a failing store is not taken for a
+// deletion.
+func (s *Server) stale(ctx context.Context, sub *Server) bool {
+	entry, ok, err := s.projectEntry(ctx, sub.name)
+	return err == nil && (!ok || entry != sub.life.entry)
+}
+
+// OpenProject opens project name now, as the first request naming it
+// would (a collector opens the projects it was given rules or monitors for
+// at start, so that they run before a request names them). The default
+// project is always open; a project that does not exist is an error.
+func (s *Server) OpenProject(ctx context.Context, name string) error {
+	_, _, done, err := s.top().project(ctx, name)
+	if err != nil {
+		return err
+	}
+	done()
+	return nil
 }
 
 // openProject opens project name's parts and makes its server.
@@ -237,7 +392,7 @@ func (s *Server) openProject(ctx context.Context, name string) (*Server, error) 
 	if err := store.CheckProject(name); err != nil {
 		return nil, errNoProject(name)
 	}
-	ok, err := s.projectExists(ctx, name)
+	entry, ok, err := s.projectEntry(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +416,8 @@ func (s *Server) openProject(ctx context.Context, name string) (*Server, error) 
 		return nil, err
 	}
 	sub.closeParts = p.Close
+	sub.life.entry = entry
+	sub.life.checked.Store(time.Now().UnixNano())
 	s.log.Info("loupe serve: project opened", "project", name)
 	return sub, nil
 }
@@ -273,9 +430,60 @@ func (s *Server) top() *Server {
 	return s
 }
 
+// sweepProjects closes, every projectSweep until stop is closed, the
+// open projects that were deleted (or deleted and made again) through
+// another collector or loupe projects rm, so that their live streams,
+// rules and monitors stop even when no request names them.
+func (s *Server) sweepProjects(stop <-chan struct{}) {
+	t := time.NewTicker(projectSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ps := &s.projects
+		ps.mu.Lock()
+		open := len(ps.subs)
+		ps.mu.Unlock()
+		if open == 0 || s.keys == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		entries, err := s.keys.Settings(ctx, projectPrefix)
+		cancel()
+		if err != nil {
+			continue
+		}
+		var gone []*Server
+		ps.mu.Lock()
+		for name, sub := range ps.subs {
+			if entries[projectPrefix+name] != sub.life.entry {
+				delete(ps.subs, name)
+				gone = append(gone, sub)
+			}
+		}
+		ps.mu.Unlock()
+		for _, sub := range gone {
+			s.log.Info("loupe serve: project closed: deleted by another collector or loupe projects rm", "project", sub.name)
+			sub.retire()
+		}
+	}
+}
+
+// projectSweep is how often a collector looks for deleted projects among
+// those it has open (see sweepProjects).
+const projectSweep = 5 * time.Second
+
 // closeProjects closes every open project's server and parts.
 func (s *Server) closeProjects() {
 	ps := &s.projects
+	if ps.stopSweep != nil {
+		close(ps.stopSweep)
+		<-ps.swept
+		ps.stopSweep = nil
+	}
 	ps.mu.Lock()
 	ps.closed = true
 	subs := ps.subs
@@ -349,29 +557,34 @@ func (e *projectError) Error() string { return e.msg }
 // projectFor returns the server of project p for a request whose identity
 // (with RequireKeys) is in ctx: a *projectError when the key may not use p
 // or p does not exist.
-func (s *Server) projectFor(ctx context.Context, p string) (*Server, error) {
+//
+// The server is in use until done is called, and the work done there
+// should use the returned context, which ends when the project is deleted.
+func (s *Server) projectFor(ctx context.Context, p string) (_ *Server, _ context.Context, done func(), _ error) {
 	root := s.top()
 	if root.o.RequireKeys {
 		id, ok := ctx.Value(identityKey{}).(identity)
 		if !ok {
-			return nil, &projectError{msg: "no API key"}
+			return nil, ctx, nil, &projectError{msg: "no API key"}
 		}
 		if !id.key.allows(p) {
-			return nil, &projectError{msg: fmt.Sprintf("API key %s may not use project %q (its projects: %s)", id.key.ID, clip(p, 60), strings.Join(id.key.projectList(), ", "))}
+			return nil, ctx, nil, &projectError{msg: fmt.Sprintf("API key %s may not use project %q (its projects: %s)", id.key.ID, clip(p, 60), strings.Join(id.key.projectList(), ", "))}
 		}
 	}
-	sub, err := root.project(ctx, p)
+	sub, ctx, done, err := root.project(ctx, p)
 	var np errNoProject
 	if errors.As(err, &np) {
-		return nil, &projectError{msg: np.Error(), missing: true}
+		return nil, ctx, nil, &projectError{msg: np.Error(), missing: true}
 	}
-	return sub, err
+	return sub, ctx, done, err
 }
 
 // dispatchProject answers 403 or 404 unless the request may use project
-// p; it reports whether the request may go on, and to which server.
-func (s *Server) dispatchProject(w http.ResponseWriter, r *http.Request, p string) (*Server, bool) {
-	sub, err := s.projectFor(r.Context(), p)
+// p; it reports whether the request may go on, to which server and with
+// which request (its context ends when the project is deleted), and the
+// done of projectFor.
+func (s *Server) dispatchProject(w http.ResponseWriter, r *http.Request, p string) (*Server, *http.Request, func(), bool) {
+	sub, ctx, done, err := s.projectFor(r.Context(), p)
 	if err != nil {
 		var pe *projectError
 		switch {
@@ -382,9 +595,12 @@ func (s *Server) dispatchProject(w http.ResponseWriter, r *http.Request, p strin
 		default:
 			s.storeError(w, r, err)
 		}
-		return nil, false
+		return nil, r, nil, false
 	}
-	return sub, true
+	if ctx != r.Context() {
+		r = r.WithContext(ctx)
+	}
+	return sub, r, done, true
 }
 
 // projectList is k's projects as a person reads them.
@@ -453,5 +669,190 @@ func (s *Server) postProject(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err)
 	default:
 		writeJSON(w, http.StatusCreated, p)
+	}
+}
+
+// ErrDefaultProject is returned by DeleteProject for the default project,
+// which is the store itself.
+var ErrDefaultProject = errors.New(`the project "default" cannot be deleted: it is the store itself, and keeps the keys and the list of projects`)
+
+// ProjectDeletion is what deleting a project did, as
+// DELETE /api/v1/projects/{name} answers it.
+type ProjectDeletion struct {
+	Name string `json:"name"`
+	// KeysChanged are the ids of the keys that named the project among
+	// others: they keep the others. KeysRevoked are those of the keys
+	// that named it alone, which could use nothing any more.
+	KeysChanged []string `json:"keys_changed"`
+	KeysRevoked []string `json:"keys_revoked"`
+}
+
+// DeleteProject deletes project name recorded in st, the default
+// project's store: it takes the project off the list, calls drop, which
+// deletes the project's store (see store.DropProject; a collector first
+// closes what it has open of the project), and then takes the project
+// from the keys that name it. A key left with no project is revoked:
+// with none it would fall back to the default project. If drop fails the
+// project is listed again and the error returned; deleting it again
+// retries. The default project is ErrDefaultProject; a name that is not
+// a project is an error wrapping store.ErrNotFound, like a project that
+// was never made. Making the project again afterwards starts it empty,
+// with no keys but those for every project.
+func DeleteProject(ctx context.Context, st store.Store, name string, drop func(context.Context) error) (ProjectDeletion, error) {
+	out := ProjectDeletion{Name: name, KeysChanged: []string{}, KeysRevoked: []string{}}
+	set, err := settings(st)
+	if err != nil {
+		return out, err
+	}
+	if name == store.DefaultProject {
+		return out, ErrDefaultProject
+	}
+	if store.CheckProject(name) != nil {
+		return out, fmt.Errorf("%w: %w", errNoProject(name), store.ErrNotFound)
+	}
+	m, err := set.Settings(ctx, projectPrefix+name)
+	if err != nil {
+		return out, err
+	}
+	entry, ok := m[projectPrefix+name]
+	if !ok {
+		return out, fmt.Errorf("%w: %w", errNoProject(name), store.ErrNotFound)
+	}
+	if ok, err := set.DeleteSetting(ctx, projectPrefix+name); err != nil {
+		return out, err
+	} else if !ok { // deleted meanwhile by another collector
+		return out, fmt.Errorf("%w: %w", errNoProject(name), store.ErrNotFound)
+	}
+	if err := drop(ctx); err != nil {
+		if perr := set.PutSetting(context.WithoutCancel(ctx), projectPrefix+name, entry); perr != nil {
+			return out, fmt.Errorf("deleting project %s: %w; and listing it again failed: %v (its store may be left in part; making it again may not start it empty)", name, err, perr)
+		}
+		return out, fmt.Errorf("deleting project %s: %w (it is still listed; delete it again to retry)", name, err)
+	}
+	keys, err := set.Settings(ctx, keyPrefix)
+	if err != nil {
+		return out, fmt.Errorf("project %s is deleted, but its keys were not updated: %w (delete it again, or revoke them)", name, err)
+	}
+	for _, id := range slices.Sorted(maps.Keys(keys)) {
+		var k Key
+		if json.Unmarshal([]byte(keys[id]), &k) != nil || !slices.Contains(k.Projects, name) {
+			continue
+		}
+		k.Projects = slices.DeleteFunc(k.Projects, func(p string) bool { return p == name })
+		if len(k.Projects) == 0 {
+			if err := RevokeKey(ctx, st, k.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return out, fmt.Errorf("project %s is deleted, but revoking key %s failed: %w", name, k.ID, err)
+			}
+			out.KeysRevoked = append(out.KeysRevoked, k.ID)
+			continue
+		}
+		b, _ := json.Marshal(k)
+		if err := set.PutSetting(ctx, id, string(b)); err != nil {
+			return out, fmt.Errorf("project %s is deleted, but updating key %s failed: %w", name, k.ID, err)
+		}
+		out.KeysChanged = append(out.KeysChanged, k.ID)
+	}
+	return out, nil
+}
+
+// dropProject deletes project name on the root server: requests naming
+// it wait meanwhile and are then answered as for a project that does not
+// exist; its server, if open, is closed (retire) before its store is
+// dropped.
+func (s *Server) dropProject(ctx context.Context, name string) (ProjectDeletion, error) {
+	ps := &s.projects
+	var sub *Server
+	for {
+		ps.mu.Lock()
+		if ps.closed {
+			ps.mu.Unlock()
+			return ProjectDeletion{Name: name}, errors.New("the server is closing")
+		}
+		wait, busy := ps.opens[name]
+		if !busy {
+			wait, busy = ps.drops[name]
+		}
+		if !busy {
+			break
+		}
+		ps.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ProjectDeletion{Name: name}, ctx.Err()
+		}
+	}
+	done := make(chan struct{})
+	if ps.drops == nil {
+		ps.drops = map[string]chan struct{}{}
+	}
+	ps.drops[name] = done
+	sub = ps.subs[name]
+	delete(ps.subs, name)
+	ps.mu.Unlock()
+	defer func() {
+		ps.mu.Lock()
+		delete(ps.drops, name)
+		close(done)
+		ps.mu.Unlock()
+	}()
+	retired := false
+	res, err := DeleteProject(ctx, s.o.Store, name, func(ctx context.Context) error {
+		if sub != nil {
+			sub.retire()
+			retired = true
+			s.log.Info("loupe serve: project closed to be deleted", "project", name)
+		}
+		return s.o.DropProject(ctx, name)
+	})
+	if sub != nil && !retired {
+		if errors.Is(err, store.ErrNotFound) {
+			sub.retire() // deleted by another collector meanwhile
+		} else {
+			ps.mu.Lock()
+			if ps.subs == nil {
+				ps.subs = map[string]*Server{}
+			}
+			ps.subs[name] = sub
+			ps.mu.Unlock()
+		}
+	}
+	if err == nil {
+		s.log.Info("loupe serve: project deleted", "project", name, "keys_changed", res.KeysChanged, "keys_revoked", res.KeysRevoked)
+	}
+	return res, err
+}
+
+// deleteProject deletes a project and its data: DELETE
+// /api/v1/projects/{name}. Only an admin key that allows every project
+// may (or anyone, without RequireKeys), as for making one.
+func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
+	if v, ok := r.Context().Value(identityKey{}).(identity); ok && s.o.RequireKeys && !slices.Contains(v.key.Projects, AllProjects) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("API key %s may not delete projects: that takes an admin key for every project (loupe keys create --scope admin --projects '*')", v.key.ID))
+		return
+	}
+	name := r.PathValue("name")
+	if name == store.DefaultProject {
+		writeError(w, http.StatusBadRequest, ErrDefaultProject.Error())
+		return
+	}
+	if s.o.DropProject == nil {
+		writeError(w, http.StatusNotImplemented, "this server cannot delete projects (use loupe projects rm)")
+		return
+	}
+	// Once begun, a deletion is not stopped by a client that goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
+	defer cancel()
+	res, err := s.dropProject(ctx, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, errNoProject(clip(name, 60)).Error())
+	case err != nil:
+		// Not err's text: it names the store's file or database.
+		s.log.Error("loupe serve: deleting a project", "project", name, "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "deleting the project failed (the server logged the details); unless the log says otherwise it is still listed: delete it again")
+	default:
+		writeJSON(w, http.StatusOK, res)
 	}
 }

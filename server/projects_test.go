@@ -27,7 +27,7 @@ import (
 	"github.com/loupe-dev/loupe/internal/mcpserver"
 	"github.com/loupe-dev/loupe/online"
 	"github.com/loupe-dev/loupe/store"
-	"github.com/loupe-dev/loupe/store/sqlite"
+	_ "github.com/loupe-dev/loupe/store/sqlite" // store.Open of SQLite files
 	"github.com/loupe-dev/loupe/trace"
 )
 
@@ -42,11 +42,24 @@ type projectsEnv struct {
 
 func newProjectsEnv(t *testing.T, o Options) *projectsEnv {
 	t.Helper()
+	return newProjectsEnvAt(t, o, "")
+}
+
+// newProjectsEnvAt is newProjectsEnv on the store at dsn (a SQLite file
+// of its own when ""), which deletes projects with store.DropProject
+// unless o says otherwise.
+func newProjectsEnvAt(t *testing.T, o Options, dsn string) *projectsEnv {
+	t.Helper()
 	ctx := context.Background()
-	dsn := filepath.Join(t.TempDir(), "loupe.db")
-	st, err := sqlite.Open(ctx, dsn)
+	if dsn == "" {
+		dsn = filepath.Join(t.TempDir(), "loupe.db")
+	}
+	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.DropProject == nil {
+		o.DropProject = func(ctx context.Context, name string) error { return store.DropProject(ctx, dsn, name) }
 	}
 	t.Cleanup(func() { st.Close() })
 	for _, p := range []string{"a", "b"} {
@@ -79,7 +92,7 @@ func newProjectsEnv(t *testing.T, o Options) *projectsEnv {
 		if err != nil {
 			return nil, err
 		}
-		pst, err := sqlite.Open(ctx, pdsn)
+		pst, err := store.Open(ctx, pdsn)
 		if err != nil {
 			return nil, err
 		}

@@ -211,6 +211,12 @@ type Options struct {
 	// first names them; see CreateProject. Nil serves the default project
 	// only: a request naming another is answered 404.
 	Projects ProjectOpener
+
+	// DropProject, if set, deletes the store of project name (the
+	// collector passes store.DropProject with its DSN) once the project's
+	// server is closed; DELETE /api/v1/projects/{name} calls it. Nil
+	// refuses deleting projects (501).
+	DropProject func(ctx context.Context, name string) error
 }
 
 // Server is the collector's http.Handler. Create it with New; it is safe
@@ -243,6 +249,7 @@ type Server struct {
 	root       *Server      // the server that answers requests; nil for the root itself
 	projects   projectSet   // the root's open projects (projects.go)
 	closeParts func() error // a project's Project.Close
+	life       lease        // a project's requests in flight (projects.go)
 }
 
 // New returns a Server for o.
@@ -304,6 +311,8 @@ func newServer(o Options, root *Server, name string) (*Server, error) {
 	s.name = name
 	s.keys, _ = o.Store.(store.Settings)
 	s.settings = s.keys
+	s.life.idle = make(chan struct{})
+	s.life.ctx, s.life.cancel = context.WithCancel(context.Background())
 	if root != nil {
 		s.root, s.keys, s.sessions, s.cop, s.budget, s.light, s.heavy = root, root.keys, root.sessions, root.cop, root.budget, root.light, root.heavy
 		s.log = s.log.With("project", name)
@@ -338,6 +347,13 @@ func newServer(o Options, root *Server, name string) (*Server, error) {
 	s.unwatch = watchCommits(o.Store, s.hub, s.log)
 	if root != nil {
 		return s, nil // a project's server: the root answers what no route takes
+	}
+	if o.Projects != nil {
+		s.projects.stopSweep, s.projects.swept = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(s.projects.swept)
+			s.sweepProjects(s.projects.stopSweep)
+		}()
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
@@ -480,6 +496,7 @@ func (s *Server) routes() []route {
 		{"DELETE /api/v1/rules/{name}", scopeAdmin, cheap, s.deleteRule},
 		{"GET /api/v1/projects", scopeRead, cheap, s.listProjects},
 		{"POST /api/v1/projects", scopeAdmin, cheap, s.postProject},
+		{"DELETE /api/v1/projects/{name}", scopeAdmin, cheap, s.deleteProject},
 	}, s.datasetRoutes()...)
 }
 
@@ -493,6 +510,8 @@ var serverWide = map[string]bool{
 	"DELETE /api/v1/session":   true,
 	"GET /api/v1/projects":     true,
 	"POST /api/v1/projects":    true,
+
+	"DELETE /api/v1/projects/{name}": true,
 }
 
 // wrap adds what every route gets: a recovered panic answers 500 instead
@@ -519,11 +538,12 @@ func (s *Server) wrap(rt route) http.Handler {
 				r = r.WithContext(context.WithValue(r.Context(), identityKey{}, v))
 			}
 			if !serverWide[rt.pattern] {
-				sub, ok := s.dispatchProject(w, r, requestProject(r, id))
+				sub, r2, done, ok := s.dispatchProject(w, r, requestProject(r, id))
 				if !ok {
 					return
 				}
-				if sub != s {
+				defer done()
+				if r = r2; sub != s {
 					sub.mux.ServeHTTP(w, r)
 					return
 				}

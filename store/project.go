@@ -1,8 +1,11 @@
 package store
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -88,4 +91,66 @@ func ProjectDSN(dsnOrPath, project string) (string, error) {
 		out += "?" + params
 	}
 	return out, nil
+}
+
+// A Dropper deletes the store at dsn and everything in it; see
+// RegisterDropper and DropProject.
+type Dropper func(ctx context.Context, dsn string) error
+
+var droppers = map[string]Dropper{}
+
+// RegisterDropper makes DropProject use drop for the stores of backend
+// name whose data is not a file (PostgreSQL: the DSN's schema). Backends
+// call it from init; registering a name twice panics.
+func RegisterDropper(name string, drop Dropper) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := droppers[name]; dup {
+		panic("store: dropper " + name + " registered twice")
+	}
+	droppers[name] = drop
+}
+
+// DropProject deletes the store of project beside the store at dsnOrPath
+// (see ProjectDSN), and every trace, score, setting and dataset in it: for
+// SQLite the file NAME.projects/PROJECT.db and its -wal, -shm and
+// -journal files, for PostgreSQL the schema SCHEMA__PROJECT with
+// everything in it (DROP SCHEMA … CASCADE), never another. A store that
+// does not exist is no error. DefaultProject and names CheckProject
+// refuses are errors. The caller closes every Store open on the project
+// first: a SQLite store still open keeps writing to the removed file, and
+// a PostgreSQL one fails from then on.
+func DropProject(ctx context.Context, dsnOrPath, project string) error {
+	if project == DefaultProject || project == "" {
+		return fmt.Errorf("project %q cannot be deleted: it is the store itself (delete its traces with loupe traces rm, or the store)", DefaultProject)
+	}
+	if err := CheckProject(project); err != nil {
+		return err
+	}
+	if dsnOrPath == "" {
+		dsnOrPath = DefaultPath()
+	}
+	pdsn, err := ProjectDSN(dsnOrPath, project)
+	if err != nil {
+		return err
+	}
+	name := BackendFor(pdsn)
+	if name == "postgres" {
+		regMu.RLock()
+		drop := droppers[name]
+		regMu.RUnlock()
+		if drop == nil {
+			return fmt.Errorf("store %s: this program was built without the %s backend (import github.com/loupe-dev/loupe/store/backends)", Redact(pdsn), name)
+		}
+		return drop(ctx, pdsn)
+	}
+	path, _, _ := strings.Cut(strings.TrimPrefix(pdsn, "file:"), "?")
+	// The logs first and the database last, so that a database made again
+	// under the name never meets an old log.
+	for _, suffix := range []string{"-wal", "-shm", "-journal", ""} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("project %s: %w", project, err)
+		}
+	}
+	return nil
 }

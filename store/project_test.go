@@ -1,6 +1,10 @@
 package store_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/loupe-dev/loupe/store"
@@ -43,4 +47,54 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// DropProject removes a SQLite project's database and its logs, and
+// nothing else: not the default store, not another project's file,
+// whatever name it is asked for.
+func TestDropProjectSQLite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "loupe.db")
+	files := []string{dsn, dsn + "-wal"}
+	for _, p := range []string{"team_a", "team_b"} {
+		pdsn, err := store.ProjectDSN(dsn, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, pdsn, pdsn+"-wal", pdsn+"-shm")
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "loupe.projects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"default", "", "../x", "a;drop", "DEFAULT", "../loupe", "team_a/../team_b", "team_a.db"} {
+		if err := store.DropProject(ctx, dsn, name); err == nil {
+			t.Errorf("DropProject(%q) = nil", name)
+		}
+	}
+	if err := store.DropProject(ctx, ":memory:", "team_a"); err == nil {
+		t.Error("DropProject of an in-memory store = nil")
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("a refused drop removed %s: %v", f, err)
+		}
+	}
+	if err := store.DropProject(ctx, dsn, "team_a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Stat(f)
+		if gone := strings.Contains(f, "team_a"); gone != (err != nil) {
+			t.Errorf("%s: after dropping team_a: %v", f, err)
+		}
+	}
+	if err := store.DropProject(ctx, dsn, "team_a"); err != nil {
+		t.Fatalf("dropping a project that is gone: %v", err)
+	}
 }

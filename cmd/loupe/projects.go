@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,13 +16,15 @@ import (
 func newProjectsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "projects",
-		Short: "Make and list projects: traces, scores, datasets, rules and keys kept apart per team",
+		Short: "Make, list and delete projects: traces, scores, datasets, rules and keys kept apart per team",
 		Long: `A project keeps its traces, scores, datasets, rules, monitors and retention
 period apart from every other project's: each is a store of its own beside
 the default one (for SQLite, NAME.projects/PROJECT.db beside NAME.db; for
 PostgreSQL, the schema SCHEMA__PROJECT of the same database). Commands use
 one project at a time (--project, or LOUPE_PROJECT); loupe serve serves all
-of them, each to the keys that allow it (loupe keys create --projects).`,
+of them, each to the keys that allow it (loupe keys create --projects), and
+grades and watches a project with its own files (loupe serve --rules
+PROJECT=FILE, --monitors PROJECT=FILE).`,
 		Annotations: map[string]string{serverWideAnnotation: "true"},
 	}
 	add := &cobra.Command{
@@ -73,6 +76,50 @@ of them, each to the keys that allow it (loupe keys create --projects).`,
 			})
 		},
 	}
-	cmd.AddCommand(add, ls)
+	var yes bool
+	rm := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Delete a project and everything in it (asks for --yes)",
+		Long: `Delete a project for good: its traces, scores, datasets, rules, monitors
+and settings (for SQLite, NAME.projects/PROJECT.db with its -wal and -shm
+files; for PostgreSQL, the schema SCHEMA__PROJECT and everything in it),
+and its entry in the list of projects. Keys that named it keep their other
+projects; a key that named it alone is revoked. The default project cannot
+be deleted. Making the project again starts it empty.
+
+A collector serving the store stops serving the project within a few
+seconds (5 at most, 1 for a request that names it). With SQLite, prefer
+DELETE /api/v1/projects/NAME on the running collector, which closes the
+project before removing its file; with PostgreSQL, loupe projects rm is as
+good, its DROP SCHEMA waiting up to 10 s for the collectors' transactions.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if name == store.DefaultProject {
+				return server.ErrDefaultProject
+			}
+			if !yes {
+				return fmt.Errorf("loupe projects rm %s deletes the project's traces, scores, datasets, rules and monitors for good: add --yes to do it", name)
+			}
+			return withStore(cmd, func(ctx context.Context, st store.Store) error {
+				dsn := dbDSN(cmd)
+				res, err := server.DeleteProject(ctx, st, name, func(ctx context.Context) error { return store.DropProject(ctx, dsn, name) })
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "deleted project %s", res.Name)
+				if len(res.KeysChanged) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "; keys no longer naming it: %s", strings.Join(res.KeysChanged, ", "))
+				}
+				if len(res.KeysRevoked) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "; keys revoked (it was their only project): %s", strings.Join(res.KeysRevoked, ", "))
+				}
+				fmt.Fprintln(cmd.ErrOrStderr())
+				return nil
+			})
+		},
+	}
+	rm.Flags().BoolVar(&yes, "yes", false, "delete the project and everything in it, for good")
+	cmd.AddCommand(add, ls, rm)
 	return cmd
 }

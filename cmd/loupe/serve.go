@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -42,13 +44,13 @@ func newServeCmd() *cobra.Command {
 		publicHosts   []string
 		origins       []string
 		retain        time.Duration
-		monitorsFile  string
+		monitorsArgs  []string
 		uiURL         string
 
 		branchModels  []string
 		branchMaxCost float64
 
-		rulesFile string
+		rulesArgs []string
 	)
 	cmd := &cobra.Command{
 		Use:         "serve",
@@ -68,8 +70,13 @@ LOUPE_DB); with --read-db, the queries over traces and scores go to a
 read replica of it. It listens on loopback by default; any other address (either
 one) requires API keys (loupe keys create). With --rules FILE, the traces
 that end are graded online by the file's rules (and by those added at
-/api/v1/rules), and the results stored as scores. SIGINT or SIGTERM stops
-it after the requests in flight are committed and answered.`,
+/api/v1/rules), and the results stored as scores; --monitors FILE stores and
+evaluates the file's monitors. Both apply to the default project; give
+another project its own with --rules PROJECT=FILE and --monitors
+PROJECT=FILE (repeatable; the project must exist, see loupe projects), which
+opens that project at start. Every project (loupe projects) is served; DELETE
+/api/v1/projects/NAME deletes one. SIGINT or SIGTERM stops it after the
+requests in flight are committed and answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -109,6 +116,17 @@ it after the requests in flight are committed and answered.`,
 				}
 				if len(publicHosts) > 0 && !requireKeys {
 					return fmt.Errorf("--public-host %s: serving a public name requires API keys (--require-keys, and loupe keys create)", strings.Join(publicHosts, ","))
+				}
+				rulesFile, projectRules, err := projectFiles("--rules", rulesArgs)
+				if err != nil {
+					return err
+				}
+				monitorsFile, projectMonitors, err := projectFiles("--monitors", monitorsArgs)
+				if err != nil {
+					return err
+				}
+				if err := checkProjectsExist(ctx, st, projectRules, projectMonitors); err != nil {
+					return err
 				}
 				o := server.Options{Store: st, RequireKeys: requireKeys, Prices: prices, Hosts: publicHosts, TrustedOrigins: origins, Retain: retain,
 					BranchModels: branchModels, BranchMaxCostUSD: branchMaxCost}
@@ -155,10 +173,22 @@ it after the requests in flight are committed and answered.`,
 				}
 				defer stopMonitors()
 				o.Alerts = engine
-				o.Projects = projectOpener(ctx, dbDSN(cmd), projectParts{prices: prices, redactor: rd, mcp: mcpf, uiURL: cmp.Or(uiURL, "http://"+addr+"/"), readDSN: readDB})
+				o.Projects = projectOpener(ctx, dbDSN(cmd), projectParts{prices: prices, redactor: rd, mcp: mcpf, uiURL: cmp.Or(uiURL, "http://"+addr+"/"), readDSN: readDB,
+					rules: projectRules, monitors: projectMonitors})
+				dsn := dbDSN(cmd)
+				o.DropProject = func(ctx context.Context, name string) error { return store.DropProject(ctx, dsn, name) }
 				srv, err := server.New(o)
 				if err != nil {
 					return err
+				}
+				// The projects given files are opened now, so that their
+				// monitors run and their rules grade from the start, and
+				// a file's errors stop loupe serve before it listens.
+				for _, name := range slices.Sorted(maps.Keys(mergeKeys(projectRules, projectMonitors))) {
+					if err := srv.OpenProject(ctx, name); err != nil {
+						srv.Close()
+						return fmt.Errorf("project %s: %w", name, err)
+					}
 				}
 				var grpcLn net.Listener
 				if grpcAddr != "" {
@@ -203,10 +233,10 @@ it after the requests in flight are committed and answered.`,
 	cmd.Flags().BoolVar(&requireKeys, "require-keys", false, "require API keys on loopback too")
 	cmd.Flags().StringSliceVar(&publicHosts, "public-host", nil, "host names (without port) the server answers besides loopback ones; needs API keys. With keys and no --public-host, any Host is answered")
 	cmd.Flags().Var(durationValue{&retain}, "retain", "delete traces whose run started longer ago than this (30d, 720h), at start and then hourly, in short transactions; off by default")
-	cmd.Flags().StringVar(&monitorsFile, "monitors", "", "a YAML file of monitors (alerts with webhooks) to store and evaluate; every collector on the store evaluates the monitors it holds")
+	cmd.Flags().StringArrayVar(&monitorsArgs, "monitors", nil, "a YAML file of monitors (alerts with webhooks) to store and evaluate in the default project, or PROJECT=FILE for another project (repeatable, one file per project); every collector on the store evaluates the monitors it holds")
 	cmd.Flags().StringVar(&uiURL, "ui-url", "", "the web UI's URL as its readers reach it, for the links in alert notifications (default http://ADDR/)")
 
-	cmd.Flags().StringVar(&rulesFile, "rules", "", "online evaluation: grade the traces that end with the rules of this YAML file (filters, sampling, AgentV graders, an LLM judge); rules can also be added at /api/v1/rules")
+	cmd.Flags().StringArrayVar(&rulesArgs, "rules", nil, "online evaluation: grade the traces that end in the default project with the rules of this YAML file (filters, sampling, AgentV graders, an LLM judge), or those of another project with PROJECT=FILE (repeatable, one file per project); rules can also be added at /api/v1/rules")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "browser origins (e.g. https://ui.example.com) allowed to POST and DELETE besides the server's own")
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "store ingested records as they arrive, without scrubbing secrets (API keys, tokens, passwords)")
 	cmd.Flags().StringSliceVar(&redactWithout, "redact-without", nil, "turn off these redaction rules by name (e.g. jwt,aws-secret); see package redact")
@@ -223,12 +253,83 @@ type projectParts struct {
 	redactor *redact.Redactor
 	mcp      mcpFlags
 	uiURL    string
-	readDSN  string // --read-db: each project's queries go to its schema on the replica
+	readDSN  string            // --read-db: each project's queries go to its schema on the replica
+	rules    map[string]string // --rules PROJECT=FILE
+	monitors map[string]string // --monitors PROJECT=FILE
+}
+
+// projectFiles reads the values of flag (--rules, --monitors): FILE for
+// the default project, PROJECT=FILE for another. A value is PROJECT=FILE
+// when what comes before its first "=" is a project name (a file whose
+// name has such a prefix is given as default=FILE). Each project, the
+// default one included, takes one file.
+func projectFiles(flag string, vals []string) (def string, per map[string]string, err error) {
+	per = map[string]string{}
+	seen := map[string]bool{}
+	for _, v := range vals {
+		project, file := store.DefaultProject, v
+		if p, f, ok := strings.Cut(v, "="); ok && (p == store.DefaultProject || store.CheckProject(p) == nil) {
+			project, file = p, f
+		}
+		if file == "" {
+			return "", nil, fmt.Errorf("%s %s: no file; give %s FILE for the default project, or %s PROJECT=FILE", flag, v, flag, flag)
+		}
+		if seen[project] {
+			return "", nil, fmt.Errorf("%s: project %s is given two files; give one (put every rule or monitor of a project in its file)", flag, project)
+		}
+		seen[project] = true
+		if project == store.DefaultProject {
+			def = file
+		} else {
+			per[project] = file
+		}
+	}
+	return def, per, nil
+}
+
+// checkProjectsExist reports the projects of --rules and --monitors that
+// st does not list.
+func checkProjectsExist(ctx context.Context, st store.Store, rules, monitors map[string]string) error {
+	if len(rules)+len(monitors) == 0 {
+		return nil
+	}
+	ps, err := server.Projects(ctx, st)
+	if err != nil {
+		return fmt.Errorf("listing the projects: %w", err)
+	}
+	known := map[string]bool{}
+	for _, p := range ps {
+		known[p.Name] = true
+	}
+	for _, c := range []struct {
+		flag  string
+		files map[string]string
+	}{{"--rules", rules}, {"--monitors", monitors}} {
+		for _, name := range slices.Sorted(maps.Keys(c.files)) {
+			if !known[name] {
+				return fmt.Errorf("%s %s=%s: there is no project %s in this store (loupe projects ls lists them; loupe projects add %s makes it)", c.flag, name, c.files[name], name, name)
+			}
+		}
+	}
+	return nil
+}
+
+// mergeKeys returns the keys of a and b.
+func mergeKeys(a, b map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
 
 // projectOpener opens a project of loupe serve as the default project is
-// opened: its store beside dsn's, its rules (those made through the API),
-// its monitors (evaluated until ctx ends) and its MCP server.
+// opened: its store beside dsn's, its rules (those of its --rules file and
+// those made through the API), its monitors (those of its --monitors file
+// and the stored ones, evaluated until ctx ends) and its MCP server.
 func projectOpener(ctx context.Context, dsn string, pp projectParts) server.ProjectOpener {
 	return func(_ context.Context, name string) (_ *server.Project, err error) {
 		pdsn, err := store.ProjectDSN(dsn, name)
@@ -263,7 +364,7 @@ func projectOpener(ctx context.Context, dsn string, pp projectParts) server.Proj
 			}
 		}
 		p := &server.Project{Store: st}
-		if p.Online, err = openOnline(st, "", pp.prices); err != nil {
+		if p.Online, err = openOnline(st, pp.rules[name], pp.prices); err != nil {
 			return nil, err
 		}
 		var sources map[string]alert.Source
@@ -281,7 +382,7 @@ func projectOpener(ctx context.Context, dsn string, pp projectParts) server.Proj
 		}
 		closers = append(closers, func() { ms.Close() })
 		p.MCP = ms.Handler()
-		engine, stop, err := startMonitors(ctx, st, "", server.ProjectURL(pp.uiURL, name), sources)
+		engine, stop, err := startMonitors(ctx, st, pp.monitors[name], server.ProjectURL(pp.uiURL, name), sources)
 		if err != nil {
 			return nil, err
 		}
@@ -441,7 +542,8 @@ Scopes: ingest (POST /v1/records, /v1/traces and /v1/logs only), read (the API a
 streams only), admin (everything, deleting traces included). Send it as
 Authorization: Bearer <key>, e.g. OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <key>".
 A key belongs to the projects --projects names (the default project when
-none; '*' for every project, which an admin key needs to make projects);
+none; '*' for every project, which an admin key needs to make and delete
+projects);
 its requests go to the first unless they name another (the Loupe-Project
 header, or the OTLP resource attribute loupe.project).`,
 		Args: cobra.NoArgs,

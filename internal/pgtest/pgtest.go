@@ -28,7 +28,8 @@ func DSN(t testing.TB) string {
 }
 
 // Schema creates an empty schema in the test database and returns a DSN
-// whose search_path selects it; the schema is dropped when t ends.
+// whose search_path selects it; the schema, and the schemas of its
+// projects (SCHEMA__PROJECT), are dropped when t ends.
 func Schema(t testing.TB) string {
 	t.Helper()
 	dsn := DSN(t)
@@ -44,6 +45,20 @@ func Schema(t testing.TB) string {
 	t.Cleanup(func() {
 		if db, err := sql.Open("pgx", dsn); err == nil {
 			db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			// and its projects' schemas (store.ProjectDSN: SCHEMA__PROJECT)
+			if rows, err := db.Query(`SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)`, schema+"__"); err == nil {
+				var names []string
+				for rows.Next() {
+					var n string
+					if rows.Scan(&n) == nil {
+						names = append(names, n)
+					}
+				}
+				rows.Close()
+				for _, n := range names {
+					db.Exec(`DROP SCHEMA "` + strings.ReplaceAll(n, `"`, `""`) + `" CASCADE`)
+				}
+			}
 			db.Close()
 		}
 	})

@@ -136,6 +136,10 @@ var readmeCommands = map[string]step{
 	"loupe keys create --scope ingest --name team-a-agents --projects team_a":                                       {want: []string{"lk_"}},
 	"loupe --project team_a traces ls":                                                                              {want: nil},
 	"curl -s http://127.0.0.1:4318/api/v1/projects":                                                                 {want: []string{`{"name":"default"}`, `"name":"team_a"`, `"current":"default"`}},
+	"loupe serve --rules team_a=rules.yaml --monitors team_a=monitors.yaml":                                         {serve: true},
+	"curl -s -H 'Loupe-Project: team_a' http://127.0.0.1:4318/api/v1/monitors":                                      {want: []string{`"name":"prod-errors"`}},
+	"curl -s -X DELETE http://127.0.0.1:4318/api/v1/projects/team_a":                                                {want: []string{`"name":"team_a"`, `"keys_revoked":["`}, after: "loupe projects add team_a"},
+	"loupe projects rm team_a --yes":                                                                                {},
 
 	// From traces to quality: group runs by session (the collector of the
 	// section before is still running).

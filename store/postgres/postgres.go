@@ -316,12 +316,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // SCHEMA IF NOT EXISTS needs the CREATE privilege on the database even
 // when the schema exists.
 func (s *Store) ensureSchema(ctx context.Context, searchPath string) error {
-	schema := strings.TrimSpace(strings.Split(searchPath, ",")[0])
-	if len(schema) > 1 && schema[0] == '"' && schema[len(schema)-1] == '"' {
-		schema = strings.ReplaceAll(schema[1:len(schema)-1], `""`, `"`)
-	} else {
-		schema = strings.ToLower(schema) // as PostgreSQL reads an unquoted name
-	}
+	schema := firstSchema(searchPath)
 	if schema == "" || schema == "$user" || schema == "public" {
 		return nil
 	}
@@ -336,6 +331,16 @@ func (s *Store) ensureSchema(ctx context.Context, searchPath string) error {
 		return fmt.Errorf("postgres store %s: create schema %s: %w", s.db.Name, schema, err)
 	}
 	return nil
+}
+
+// firstSchema is the first schema of searchPath as PostgreSQL names it:
+// unquoted, and folded to lower case unless it was quoted.
+func firstSchema(searchPath string) string {
+	schema := strings.TrimSpace(strings.Split(searchPath, ",")[0])
+	if len(schema) > 1 && schema[0] == '"' && schema[len(schema)-1] == '"' {
+		return strings.ReplaceAll(schema[1:len(schema)-1], `""`, `"`)
+	}
+	return strings.ToLower(schema) // as PostgreSQL reads an unquoted name
 }
 
 // quoteIdent quotes a PostgreSQL identifier.
