@@ -882,11 +882,7 @@ func (db *DB) searchRows(ctx context.Context, query string, args []any, take sea
 // as if the first had not seen it. It returns the number of rows the
 // first query read and the last one's id.
 func (db *DB) searchIDsFirst(ctx context.Context, query string, args []any, allHits bool, limit int, take searchTake) (n, last int64, full bool, err error) {
-	type row struct {
-		id, ts int64
-		name   string
-	}
-	var batch []row
+	var batch []searchRow
 	err = func() error {
 		rows, err := db.SQL.QueryContext(ctx, query, args...)
 		if err != nil {
@@ -894,7 +890,7 @@ func (db *DB) searchIDsFirst(ctx context.Context, query string, args []any, allH
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var r row
+			var r searchRow
 			if err := rows.Scan(&r.id, &r.ts, &r.name); err != nil {
 				return err
 			}
@@ -913,43 +909,63 @@ func (db *DB) searchIDsFirst(ctx context.Context, query string, args []any, allH
 	if allHits && len(need) > limit {
 		need = need[:limit]
 	}
-	ids, times := make([]int64, len(need)), make([]int64, len(need))
-	for i, r := range need {
+	missing, full, err := db.searchDocs(ctx, need, take)
+	if err != nil || full || len(need) == len(batch) {
+		return n, last, full, err
+	}
+	if missing == 0 {
+		// The page is full: the next row is the next page's first hit.
+		full, err = take(batch[len(need)].id, batch[len(need)].name, nil)
+		return n, last, full, err
+	}
+	// Rows of the page were deleted: the rest may fill it.
+	_, full, err = db.searchDocs(ctx, batch[len(need):], take)
+	return n, last, full, err
+}
+
+// searchRow is a row searchIDsFirst chose: its id, time and trace name.
+type searchRow struct {
+	id, ts int64
+	name   string
+}
+
+// searchDocs reads the documents of rows (newest first) and hands each
+// row to take in that order until it says the page is full. It returns
+// how many rows it did not find (deleted since they were chosen).
+func (db *DB) searchDocs(ctx context.Context, rows []searchRow, take searchTake) (missing int, full bool, err error) {
+	ids, times := make([]int64, len(rows)), make([]int64, len(rows))
+	for i, r := range rows {
 		ids[i], times[i] = r.id, r.ts
 	}
 	b := db.D.NewBuilder()
-	rows, err := db.SQL.QueryContext(ctx, "SELECT r.id, r.doc FROM records r WHERE "+b.rowsIn(ids, times)+" ORDER BY r.id DESC", b.Args...)
+	res, err := db.SQL.QueryContext(ctx, "SELECT r.id, r.doc FROM records r WHERE "+b.rowsIn(ids, times)+" ORDER BY r.id DESC", b.Args...)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+		return 0, false, fmt.Errorf("search %s: %w", db.Name, err)
 	}
-	defer rows.Close()
-	i := 0 // the next row of need; the documents come in its order
+	defer res.Close()
+	i := 0 // the next of rows; the documents come in their order
 	var doc []byte
-	for rows.Next() {
+	for res.Next() {
 		var id int64
-		if err := rows.Scan(&id, &doc); err != nil {
-			return 0, 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+		if err := res.Scan(&id, &doc); err != nil {
+			return 0, false, fmt.Errorf("search %s: %w", db.Name, err)
 		}
-		for i < len(need) && need[i].id > id {
-			i++ // deleted since the first query
+		for i < len(rows) && rows[i].id > id {
+			i++ // deleted since it was chosen
+			missing++
 		}
-		if i == len(need) || need[i].id != id {
-			continue // not asked for (rowsIn may select more): skip
+		if i == len(rows) || rows[i].id != id {
+			continue // not asked for (rowsIn may select more)
 		}
-		if full, err = take(id, need[i].name, doc); err != nil || full {
-			return n, last, full, err
+		if full, err = take(id, rows[i].name, doc); err != nil || full {
+			return missing, full, err
 		}
 		i++
 	}
-	if err := rows.Err(); err != nil {
-		return 0, 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+	if err := res.Err(); err != nil {
+		return 0, false, fmt.Errorf("search %s: %w", db.Name, err)
 	}
-	for _, r := range batch[len(need):] {
-		if full, err = take(r.id, r.name, nil); err != nil || full {
-			return n, last, full, err
-		}
-	}
-	return n, last, false, nil
+	return missing + len(rows) - i, false, nil
 }
 
 // RecordMatch returns the test a record of a matching trace must pass to
