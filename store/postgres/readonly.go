@@ -43,7 +43,7 @@ func OpenReadOnly(ctx context.Context, dsn string) (*Store, error) {
 	cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(16)
-	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: sqlstore.Dialect{Postgres: true, TextMatch: textMatch}}, cfg: cfg, origin: newOrigin()}
+	s := &Store{db: sqlstore.DB{SQL: db, Name: name, D: dialect}, cfg: cfg, origin: newOrigin()}
 	s.closing, s.shut = context.WithCancel(context.Background())
 	if err := s.checkSchema(ctx); err != nil {
 		db.Close()

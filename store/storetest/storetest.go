@@ -512,25 +512,48 @@ func testSearch(t *testing.T, s store.Store) {
 			}
 		})
 	}
-	// Pagination: all hits of a filter query, 5 at a time, once each.
-	all := hitKeys(t, s, store.Query{Types: []trace.Type{trace.TypeToolEnd, trace.TypeToolError}, Limit: 1000})
-	var paged []string
-	q := store.Query{Types: []trace.Type{trace.TypeToolEnd, trace.TypeToolError}, Limit: 5}
-	for range 20 {
-		page, err := s.Search(ctx, q)
+	// Pagination: all hits of a filter query, a few at a time, once each,
+	// in the order of one page of them all: by record types (every row
+	// a hit), by a record filter (model:, tool:, which skip rows) and by
+	// both with trace filters.
+	for _, pq := range []struct {
+		q     string
+		limit int
+		want  int
+	}{
+		{"type:tool.end type:tool.error", 5, 24},
+		{"type:tool.end type:tool.error", 1, 24},
+		{"tool:calc", 3, 4 * 2},                 // two calls' ends (or errors) in each of 4 traces
+		{"model:claude tag:env:prod", 2, 6 * 2}, // two calls in each of the 6 claude traces, all in prod
+		{"has:errors type:run.end type:tool.error", 2, 3 + 3},
+	} {
+		q, err := store.ParseQuery(pq.q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range page.Hits {
-			paged = append(paged, fmt.Sprintf("%s/%d", h.TraceID, h.Seq))
+		q.Limit = 1000
+		all := hitKeys(t, s, q)
+		var paged []string
+		q.Limit = pq.limit
+		for range 100 {
+			page, err := s.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Hits) > pq.limit || page.Next != "" && len(page.Hits) != pq.limit {
+				t.Errorf("%s: a page of %d hits, limit %d, next %q", pq.q, len(page.Hits), pq.limit, page.Next)
+			}
+			for _, h := range page.Hits {
+				paged = append(paged, fmt.Sprintf("%s/%d", h.TraceID, h.Seq))
+			}
+			if page.Next == "" {
+				break
+			}
+			q.Cursor = page.Next
 		}
-		if page.Next == "" {
-			break
+		if len(all) != pq.want || !slices.Equal(paged, all) {
+			t.Errorf("paged search %s by %d: %d hits vs %d in one page, want %d", pq.q, pq.limit, len(paged), len(all), pq.want)
 		}
-		q.Cursor = page.Next
-	}
-	if len(all) != 24 || !slices.Equal(paged, all) {
-		t.Errorf("paged search: %d hits vs %d", len(paged), len(all))
 	}
 	// The store is intact after the injection attempts.
 	if page, err := s.List(ctx, store.ListQuery{Limit: 100}); err != nil || len(page.Traces) != 12 {

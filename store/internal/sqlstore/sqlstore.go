@@ -44,6 +44,13 @@ type Dialect struct {
 	// the index's id column, which replaces r.id in ORDER BY and the
 	// cursor so that the index drives the query and a page stops early.
 	TextFrom func(b *Builder, terms []string) (from, cond, id string)
+	// IDsFirst makes a search without text terms take two queries: the
+	// first selects the matching rows' ids, times and trace names newest
+	// first (which a backend's indexes can answer without reading the
+	// rows: PostgreSQL's records_type_cover), the second the documents of
+	// the rows of that batch alone. A search whose filters match few of
+	// the records they scan then reads no document of those that fail.
+	IDsFirst bool
 	// DeleteText removes the text index entries of the given traces'
 	// records before they are deleted (nil when the index goes with the
 	// row).
@@ -186,6 +193,27 @@ func (b *Builder) In(ids []trace.TraceID) string {
 			s.WriteString(", ")
 		}
 		s.WriteString(b.Arg(ids[i][:]))
+	}
+	s.WriteByte(')')
+	return s.String()
+}
+
+// rowsIn returns a condition on records alias r that holds for the rows
+// whose ids are ids (with times ts, at the same index). On PostgreSQL the
+// times let it skip the day partitions that hold none of the rows; the
+// ids and times are two arrays, so the condition also holds for an id
+// paired with another row's time, which no row has (ids are unique).
+func (b *Builder) rowsIn(ids, ts []int64) string {
+	if b.pg {
+		return "r.id = ANY(" + b.Arg(ids) + ") AND r.ts = ANY(" + b.Arg(ts) + ")"
+	}
+	var s strings.Builder
+	s.WriteString("r.id IN (")
+	for i, id := range ids {
+		if i > 0 {
+			s.WriteString(", ")
+		}
+		s.WriteString(b.Arg(id))
 	}
 	s.WriteByte(')')
 	return s.String()
@@ -763,9 +791,40 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 	if match != nil {
 		batch = max(batch, 256)
 	}
+	// Without text, the rows are chosen first (ids, times and trace
+	// names, which an index can hold) and the documents of the chosen
+	// rows alone are read after (see Dialect.IDsFirst).
+	idsFirst := db.D.IDsFirst && len(terms) == 0
 	var page store.SearchPage
 	var lastHit int64
-	var doc []byte
+	// take adds the row id of the trace named name, stored as doc, to
+	// page if it is a hit, and says whether the page was full before.
+	take := func(id int64, name string, doc []byte) (full bool, err error) {
+		if match == nil && len(page.Hits) == limit {
+			// Every row is a hit: this one starts the next page, and
+			// its document is not needed (searchIDsFirst passes nil).
+			page.Next = encodeCursor(0, strconv.FormatInt(lastHit, 10))
+			return true, nil
+		}
+		r, err := trace.DecodeRecord(doc)
+		if err != nil {
+			return false, fmt.Errorf("search %s: stored record %d is corrupt: %w", db.Name, id, err)
+		}
+		if match != nil && !match(&r) {
+			return false, nil
+		}
+		if len(page.Hits) == limit {
+			page.Next = encodeCursor(0, strconv.FormatInt(lastHit, 10))
+			return true, nil
+		}
+		h := store.Hit{TraceName: name, TraceID: r.TraceID, Seq: r.Seq, Time: r.Time, Type: r.Type, Name: r.Name}
+		if len(terms) > 0 {
+			h.Field, h.Snippet = Snippet(&r, terms)
+		}
+		page.Hits = append(page.Hits, h)
+		lastHit = id
+		return false, nil
+	}
 	for {
 		bb := *b
 		bb.Args = slices.Clone(b.Args)
@@ -773,50 +832,158 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		if after >= 0 {
 			cc = append(cc, idCol+" < "+bb.Arg(after))
 		}
-		query := "SELECT r.id, t.name, r.doc FROM " + from + " JOIN traces t ON t.trace_id = r.trace_id" + where(cc) +
+		cols := "r.id, t.name, r.doc"
+		if idsFirst {
+			cols = "r.id, r.ts, t.name"
+		}
+		query := "SELECT " + cols + " FROM " + from + " JOIN traces t ON t.trace_id = r.trace_id" + where(cc) +
 			" ORDER BY " + idCol + " DESC LIMIT " + bb.Arg(batch)
-		rows, err := db.SQL.QueryContext(ctx, query, bb.Args...)
+		var (
+			n, last int64
+			full    bool
+			err     error
+		)
+		if idsFirst {
+			n, last, full, err = db.searchIDsFirst(ctx, query, bb.Args, match == nil, limit, take)
+		} else {
+			n, last, full, err = db.searchRows(ctx, query, bb.Args, take)
+		}
 		if err != nil {
-			return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
+			return store.SearchPage{}, err
 		}
-		n, full := 0, false
-		for rows.Next() {
-			n++
-			var id int64
-			var h store.Hit
-			if err := rows.Scan(&id, &h.TraceName, &doc); err != nil {
-				rows.Close()
-				return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
-			}
-			after = id
-			r, err := trace.DecodeRecord(doc)
-			if err != nil {
-				rows.Close()
-				return store.SearchPage{}, fmt.Errorf("search %s: stored record %d is corrupt: %w", db.Name, id, err)
-			}
-			if match != nil && !match(&r) {
-				continue
-			}
-			if len(page.Hits) == limit {
-				page.Next = encodeCursor(0, strconv.FormatInt(lastHit, 10))
-				full = true
-				break
-			}
-			h.TraceID, h.Seq, h.Time, h.Type, h.Name = r.TraceID, r.Seq, r.Time, r.Type, r.Name
-			if len(terms) > 0 {
-				h.Field, h.Snippet = Snippet(&r, terms)
-			}
-			page.Hits = append(page.Hits, h)
-			lastHit = id
+		if n > 0 {
+			after = last
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return store.SearchPage{}, fmt.Errorf("search %s: %w", db.Name, err)
-		}
-		if full || n < batch {
+		if full || n < int64(batch) {
 			return page, nil
 		}
 	}
+}
+
+// searchTake is the step of Search that adds the row id of the trace
+// named name, stored as doc, to the page if it is a hit; full says the
+// page was already full, and the search is over.
+type searchTake func(id int64, name string, doc []byte) (full bool, err error)
+
+// searchRows runs query, which selects the id, trace name and document of
+// a batch of rows newest first, and hands them to take until it says the
+// page is full. It returns the number of rows read and the last one's id.
+func (db *DB) searchRows(ctx context.Context, query string, args []any, take searchTake) (n, last int64, full bool, err error) {
+	rows, err := db.SQL.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+	}
+	defer rows.Close()
+	var name string
+	var doc []byte
+	for rows.Next() {
+		if err := rows.Scan(&last, &name, &doc); err != nil {
+			return 0, 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+		}
+		n++
+		if full, err = take(last, name, doc); err != nil || full {
+			return n, last, full, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+	}
+	return n, last, false, nil
+}
+
+// searchIDsFirst runs query, which selects the id, time and trace name of
+// a batch of rows newest first, then reads the documents of those rows
+// with a second query and hands the rows to take in the same order until
+// it says the page is full. When allHits (every row is a hit, so the
+// batch is the page and one row more), the document of the row past the
+// page is not read. A row deleted between the two queries is left out,
+// as if the first had not seen it. It returns the number of rows the
+// first query read and the last one's id.
+func (db *DB) searchIDsFirst(ctx context.Context, query string, args []any, allHits bool, limit int, take searchTake) (n, last int64, full bool, err error) {
+	var batch []searchRow
+	err = func() error {
+		rows, err := db.SQL.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r searchRow
+			if err := rows.Scan(&r.id, &r.ts, &r.name); err != nil {
+				return err
+			}
+			batch = append(batch, r)
+		}
+		return rows.Err()
+	}()
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+	}
+	if len(batch) == 0 {
+		return 0, 0, false, nil
+	}
+	n, last = int64(len(batch)), batch[len(batch)-1].id
+	need := batch
+	if allHits && len(need) > limit {
+		need = need[:limit]
+	}
+	missing, full, err := db.searchDocs(ctx, need, take)
+	if err != nil || full || len(need) == len(batch) {
+		return n, last, full, err
+	}
+	if missing == 0 {
+		// The page is full: the next row is the next page's first hit.
+		full, err = take(batch[len(need)].id, batch[len(need)].name, nil)
+		return n, last, full, err
+	}
+	// Rows of the page were deleted: the rest may fill it.
+	_, full, err = db.searchDocs(ctx, batch[len(need):], take)
+	return n, last, full, err
+}
+
+// searchRow is a row searchIDsFirst chose: its id, time and trace name.
+type searchRow struct {
+	id, ts int64
+	name   string
+}
+
+// searchDocs reads the documents of rows (newest first) and hands each
+// row to take in that order until it says the page is full. It returns
+// how many rows it did not find (deleted since they were chosen).
+func (db *DB) searchDocs(ctx context.Context, rows []searchRow, take searchTake) (missing int, full bool, err error) {
+	ids, times := make([]int64, len(rows)), make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i], times[i] = r.id, r.ts
+	}
+	b := db.D.NewBuilder()
+	res, err := db.SQL.QueryContext(ctx, "SELECT r.id, r.doc FROM records r WHERE "+b.rowsIn(ids, times)+" ORDER BY r.id DESC", b.Args...)
+	if err != nil {
+		return 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+	}
+	defer res.Close()
+	i := 0 // the next of rows; the documents come in their order
+	var doc []byte
+	for res.Next() {
+		var id int64
+		if err := res.Scan(&id, &doc); err != nil {
+			return 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+		}
+		for i < len(rows) && rows[i].id > id {
+			i++ // deleted since it was chosen
+			missing++
+		}
+		if i == len(rows) || rows[i].id != id {
+			continue // not asked for (rowsIn may select more)
+		}
+		if full, err = take(id, rows[i].name, doc); err != nil || full {
+			return missing, full, err
+		}
+		i++
+	}
+	if err := res.Err(); err != nil {
+		return 0, false, fmt.Errorf("search %s: %w", db.Name, err)
+	}
+	return missing + len(rows) - i, false, nil
 }
 
 // RecordMatch returns the test a record of a matching trace must pass to
