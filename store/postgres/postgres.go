@@ -396,10 +396,15 @@ func (s *Store) migrate(ctx context.Context) error {
 var dialect = sqlstore.Dialect{Postgres: true, TextMatch: textMatch, IDsFirst: true}
 
 // textMatch ANDs one phraseto_tsquery per term; the terms are parameters.
-func textMatch(b *sqlstore.Builder, terms []string) string {
+// A term that had diacritics matches with them too, as the records stored
+// before the index folded them (see body) were indexed.
+func textMatch(b *sqlstore.Builder, terms, plain []string) string {
 	q := make([]string, len(terms))
 	for i, t := range terms {
 		q[i] = "phraseto_tsquery('simple', " + b.Arg(t) + ")"
+		if plain[i] != t {
+			q[i] = "(" + q[i] + " || phraseto_tsquery('simple', " + b.Arg(plain[i]) + "))"
+		}
 	}
 	return "r.tsv @@ (" + strings.Join(q, " && ") + ")"
 }

@@ -204,3 +204,57 @@ func TestMigrateScores(t *testing.T) {
 		}
 	})
 }
+
+// TestSearchDiacriticsOldVectors: records indexed before the index folded
+// diacritics (their tsvector keeps café) are still found by a query with
+// them; records indexed since are found with or without them.
+func TestSearchDiacriticsOldVectors(t *testing.T) {
+	ctx := context.Background()
+	dsn := freshSchema(t)
+	s := open(t, dsn)
+	text := "Café crème, s'il vous plaît"
+	now, old := storetest.Gen(storetest.Spec{Name: "now", ToolOut: text}), storetest.Gen(storetest.Spec{Name: "old", ToolOut: text})
+	for _, recs := range [][]trace.Record{now, old} {
+		if _, err := s.Append(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("UPDATE records SET tsv = to_tsvector('simple', $1) WHERE trace_id = $2 AND tsv @@ to_tsquery('simple', 'creme')", text, old[0].TraceID[:]); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		q    string
+		want []trace.TraceID
+	}{
+		{"café", []trace.TraceID{now[0].TraceID, old[0].TraceID}},
+		{`"café crème"`, []trace.TraceID{now[0].TraceID, old[0].TraceID}},
+		{"cafe", []trace.TraceID{now[0].TraceID}},
+		{"PLAIT", []trace.TraceID{now[0].TraceID}},
+	} {
+		q, err := store.ParseQuery(tt.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := s.Search(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.q, err)
+		}
+		got := map[trace.TraceID]bool{}
+		for _, h := range page.Hits {
+			got[h.TraceID] = true
+		}
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: hits in %d traces %v, want %v", tt.q, len(got), got, tt.want)
+		}
+		for _, id := range tt.want {
+			if !got[id] {
+				t.Errorf("%s: no hit in trace %s", tt.q, id)
+			}
+		}
+	}
+}

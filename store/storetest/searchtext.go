@@ -73,7 +73,8 @@ func testSearchSpans(t *testing.T, s store.Store) {
 
 // testSearchTokens: text is found by its runs of letters and digits on
 // every backend, whatever punctuation joins them (ids, URLs, paths,
-// decimals, addresses), as a query is split.
+// decimals, addresses), as a query is split, and with or without the
+// diacritics of Latin letters (é is e), as SQLite's FTS5 reads text.
 func testSearchTokens(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	recs := Gen(Spec{Name: "tokens", Start: t0, Tool: "notify"})
@@ -81,13 +82,14 @@ func testSearchTokens(t *testing.T, s store.Store) {
 	for i := range recs {
 		if recs[i].Type == trace.TypeToolEnd {
 			ends++
-			recs[i].Output = trace.Text("order cust-4711 sent to https://api.example.com/v1/orders?id=17, total 3.14 EUR; log /var/log/app.log; mail ops@example.org; v2.0.1-rc")
+			recs[i].Output = trace.Text("order cust-4711 sent to https://api.example.com/v1/orders?id=17, total 3.14 EUR; log /var/log/app.log; mail ops@example.org; v2.0.1-rc; Café Naïve in Łódź, Ærøskøbing")
 		}
 	}
 	if _, err := s.Append(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"4711", "cust-4711", "CUST 4711", `"cust 4711"`, "example", "api.example.com", `"example com v1 orders"`, "17", "3.14", "14", "app.log", "var", "ops", "ops@example.org", "rc", "v2.0.1-rc"} {
+	for _, q := range []string{"4711", "cust-4711", "CUST 4711", `"cust 4711"`, "example", "api.example.com", `"example com v1 orders"`, "17", "3.14", "14", "app.log", "var", "ops", "ops@example.org", "rc", "v2.0.1-rc",
+		"cafe", "CAFÉ", `"cafe naive"`, "łodz", "Łódź", "ærøskøbing"} {
 		pq, err := store.ParseQuery(q)
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +102,7 @@ func testSearchTokens(t *testing.T, s store.Store) {
 			t.Errorf("%s: hits %+v, want the %d tool.end records' output", q, page.Hits, ends)
 		}
 	}
-	for _, q := range []string{"4712", `"4711 cust"`, "exampl"} {
+	for _, q := range []string{"4712", `"4711 cust"`, "exampl", "lodz", "aeroskobing"} { // ł, æ and ø are letters of their own
 		pq, _ := store.ParseQuery(q)
 		if page, err := s.Search(ctx, pq); err != nil || len(page.Hits) != 0 {
 			t.Errorf("%s: %d hits, %v; want none", q, len(page.Hits), err)

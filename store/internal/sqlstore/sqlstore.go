@@ -20,10 +20,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/loupe-dev/loupe/otlp"
 	"github.com/loupe-dev/loupe/store"
@@ -37,8 +40,10 @@ type Dialect struct {
 	Postgres bool
 	// TextMatch returns a condition on records alias r that holds when the
 	// record contains every term (each a space-separated token sequence
-	// that must appear as a phrase), adding its arguments to b.
-	TextMatch func(b *Builder, terms []string) string
+	// that must appear as a phrase), adding its arguments to b. plain[i]
+	// is terms[i] with the diacritics it had (Terms folds them), for an
+	// index whose older entries kept them.
+	TextMatch func(b *Builder, terms, plain []string) string
 	// TextFrom, if set, is used instead of TextMatch: it returns a FROM
 	// clause joining a text index to records r, the match condition, and
 	// the index's id column, which replaces r.id in ORDER BY and the
@@ -706,18 +711,26 @@ func (db *DB) Export(ctx context.Context, f store.Filter) iter.Seq2[trace.Record
 // (lowercase letters and digits, space-separated), dropping those with no
 // token. ok is false when q has text but none of it is searchable.
 func Terms(q *store.Query) (terms []string, ok bool) {
+	terms, _, ok = termsOf(q)
+	return terms, ok
+}
+
+// termsOf returns Terms, and beside each term the same tokens with their
+// diacritics (equal to the term when it had none).
+func termsOf(q *store.Query) (terms, plain []string, ok bool) {
 	for _, w := range append(slices.Clone(q.Phrases), q.Words...) {
 		if t := strings.Join(Tokens(w), " "); t != "" {
 			terms = append(terms, t)
+			plain = append(plain, strings.Join(strings.FieldsFunc(strings.ToLower(w), notTokenRune), " "))
 		}
 	}
-	return terms, len(terms) > 0 || !q.HasText()
+	return terms, plain, len(terms) > 0 || !q.HasText()
 }
 
-// Tokens splits s into lowercase runs of letters and digits, as the text
-// indexes do.
+// Tokens splits s into lowercase runs of letters and digits, Latin
+// letters without their diacritics (é is e), as the text indexes do.
 func Tokens(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), notTokenRune)
+	return strings.FieldsFunc(foldLower(s), notTokenRune)
 }
 
 func notTokenRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
@@ -725,25 +738,65 @@ func notTokenRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit
 // TokenText returns s's Tokens separated by single spaces: the text to
 // hand a text index whose own parser splits words differently (PostgreSQL's
 // reads "cust-4711" as "cust" and "-4711", and "api.example.com" as one
-// host name), so that it indexes the tokens a query is split into.
+// host name) or keeps diacritics, so that it indexes the tokens a query
+// is split into.
 func TokenText(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i, f := range strings.FieldsFunc(s, notTokenRune) {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(strings.ToLower(f))
-	}
-	return b.String()
+	return strings.Join(Tokens(s), " ")
 }
+
+// foldLower returns s in lower case, its Latin letters without their
+// diacritics, as SQLite's FTS5 unicode61 tokenizer reads text (its
+// default remove_diacritics=1): Café and CAFE are both cafe; ø, ł and ß,
+// which are letters of their own, stay.
+func foldLower(s string) string {
+	s = strings.ToLower(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Map(foldRune, s)
+		}
+	}
+	return s
+}
+
+// foldRune returns r without its diacritic when r is a Latin letter
+// with one.
+func foldRune(r rune) rune {
+	if b, ok := latinFold()[r]; ok {
+		return b
+	}
+	return r
+}
+
+// latinFold maps each precomposed Latin letter with diacritics (Latin-1
+// Supplement, Latin Extended-A and -B, Latin Extended Additional) to its
+// base letter: those whose canonical decomposition is an ASCII letter
+// followed by nonspacing marks.
+var latinFold = sync.OnceValue(func() map[rune]rune {
+	m := map[rune]rune{}
+	for _, rg := range [][2]rune{{0xC0, 0x24F}, {0x1E00, 0x1EFF}} {
+		for r := rg[0]; r <= rg[1]; r++ {
+			d := []rune(norm.NFD.String(string(r)))
+			if len(d) < 2 || d[0] >= utf8.RuneSelf || !unicode.IsLetter(d[0]) {
+				continue
+			}
+			marks := true
+			for _, c := range d[1:] {
+				marks = marks && unicode.Is(unicode.Mn, c)
+			}
+			if marks {
+				m[r] = d[0]
+			}
+		}
+	}
+	return m
+})
 
 // Search implements store.Store.
 func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, error) {
 	if err := q.Validate(); err != nil {
 		return store.SearchPage{}, err
 	}
-	terms, ok := Terms(&q)
+	terms, plain, ok := termsOf(&q)
 	if !ok {
 		return store.SearchPage{}, nil
 	}
@@ -756,7 +809,7 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 			from, cond, idCol = db.D.TextFrom(b, terms)
 			c = append(c, cond)
 		} else {
-			c = append(c, db.D.TextMatch(b, terms))
+			c = append(c, db.D.TextMatch(b, terms, plain))
 		}
 	}
 	c = append(c, Where(b, &q.Filter, db.cutoff())...)
@@ -1055,7 +1108,7 @@ func Snippet(r *trace.Record, terms []string) (field, snippet string) {
 		if f.Text == "" {
 			continue
 		}
-		low := strings.ToLower(f.Text)
+		low := foldLower(f.Text)
 		for _, t := range terms {
 			tok, _, _ := strings.Cut(t, " ")
 			i := strings.Index(low, tok)
@@ -1063,7 +1116,8 @@ func Snippet(r *trace.Record, terms []string) (field, snippet string) {
 				if i < 0 {
 					continue
 				}
-				// Lowercasing changed byte offsets: fall back to the start.
+				// Lowercasing or folding changed byte offsets: fall back
+				// to the start.
 				i = 0
 			}
 			from, to := max(0, i-60), min(len(f.Text), i+len(t)+60)
