@@ -128,7 +128,19 @@ func testDeleteProject(t *testing.T, pe *projectsEnv, exists func() bool) {
 			}
 		})
 	}
-	time.Sleep(20 * time.Millisecond) // let the senders start
+	// waitFor waits until a request was answered code (a hang guard of
+	// 10 s, not a timing claim).
+	waitFor := func(code int) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			n := codes[code]
+			mu.Unlock()
+			if n > 0 {
+				return
+			}
+		}
+	}
+	waitFor(200) // the senders are sending
 	code, body := pe.as("all", "DELETE", "/api/v1/projects/b", "", nil)
 	if code != 200 {
 		t.Fatalf("DELETE b: %d %s", code, body)
@@ -145,7 +157,7 @@ func testDeleteProject(t *testing.T, pe *projectsEnv, exists func() bool) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("b's live stream is still open after the delete")
 	}
-	time.Sleep(20 * time.Millisecond)
+	waitFor(404) // and go on after the delete
 	close(stop)
 	wg.Wait()
 	for c, n := range codes {

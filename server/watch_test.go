@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -31,27 +29,6 @@ func twoCollectors(t *testing.T) (a, b *env, dsn string) {
 		envs[i] = newEnv(t, Options{Store: st})
 	}
 	return envs[0], envs[1], dsn
-}
-
-// killListeners ends the connections the stores of dsn's schema listen
-// on, as a PostgreSQL restart or failover would, and returns how many.
-func killListeners(t *testing.T, dsn string) int {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = 'loupe listen' AND query = $1`, `LISTEN "loupe `+u.Query().Get("search_path")+`"`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // ended waits for the server to end r's stream.
@@ -136,7 +113,7 @@ func TestStreamsAcrossCollectors(t *testing.T) {
 	late := run(0x52, "late")
 	lateID := late[0].TraceID.String()
 	lateStream := a.stream(t, "/api/v1/traces/"+lateID+"/stream", "")
-	if n := killListeners(t, dsn); n != 2 {
+	if n := pgtest.TerminateListeners(t, dsn); n != 2 {
 		t.Fatalf("%d listening connections killed, want 2", n)
 	}
 	post(b, late[:1]) // most likely before A listens again

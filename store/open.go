@@ -27,14 +27,7 @@ var ErrNoStore = errors.New("no store exists there")
 
 // Register makes a backend available to Open under name ("sqlite",
 // "postgres"). Backends call it from init; registering a name twice panics.
-func Register(name string, open Opener) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := backends[name]; dup {
-		panic("store: backend " + name + " registered twice")
-	}
-	backends[name] = open
-}
+func Register(name string, open Opener) { register(backends, "backend", name, open) }
 
 // RegisterReadOnly makes OpenReadOnly use open for backend name. open
 // must not create or change anything, and must fail with an error wrapping
@@ -42,12 +35,18 @@ func Register(name string, open Opener) {
 // is opened by OpenReadOnly with its Register opener. Registering a name
 // twice panics.
 func RegisterReadOnly(name string, open Opener) {
+	register(roBackends, "read-only backend", name, open)
+}
+
+// register adds v to the registry m under name, holding regMu; what
+// names the registry in the panic when name is taken.
+func register[T any](m map[string]T, what, name string, v T) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	if _, dup := roBackends[name]; dup {
-		panic("store: read-only backend " + name + " registered twice")
+	if _, dup := m[name]; dup {
+		panic("store: " + what + " " + name + " registered twice")
 	}
-	roBackends[name] = open
+	m[name] = v
 }
 
 // Backends returns the registered backend names, sorted.

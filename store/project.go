@@ -102,14 +102,7 @@ var droppers = map[string]Dropper{}
 // RegisterDropper makes DropProject use drop for the stores of backend
 // name whose data is not a file (PostgreSQL: the DSN's schema). Backends
 // call it from init; registering a name twice panics.
-func RegisterDropper(name string, drop Dropper) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := droppers[name]; dup {
-		panic("store: dropper " + name + " registered twice")
-	}
-	droppers[name] = drop
-}
+func RegisterDropper(name string, drop Dropper) { register(droppers, "dropper", name, drop) }
 
 // DropProject deletes the store of project beside the store at dsnOrPath
 // (see ProjectDSN), and every trace, score, setting and dataset in it: for

@@ -40,20 +40,10 @@ func serveRecords(id byte, n int) ([]byte, trace.TraceID) {
 	return b, tid
 }
 
+// post posts body, Loupe records as JSON lines, to a loupe serve with key.
 func post(t *testing.T, url, key string, body []byte) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url+"/v1/records", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/x-ndjson")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return httpDo(t, "POST", url+"/v1/records", key, "", append([]byte{}, body...))
 }
 
 // TestServeProcess runs `loupe serve` in a child process, ingests, sends

@@ -7,6 +7,7 @@ package pgtest
 
 import (
 	"database/sql"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -72,4 +73,27 @@ func WithSchema(dsn, schema string) string {
 		sep = "&"
 	}
 	return dsn + sep + "search_path=" + schema
+}
+
+// TerminateListeners ends the connections on which the stores of dsn's
+// schema listen for each other's commits (store/postgres names them
+// "loupe listen"), as a PostgreSQL restart or failover would, and returns
+// how many it ended.
+func TerminateListeners(t testing.TB, dsn string) int {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = 'loupe listen' AND query = $1`, `LISTEN "loupe `+u.Query().Get("search_path")+`"`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -2,11 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"database/sql"
-	"net/url"
 	"testing"
 	"time"
 
+	"github.com/loupe-dev/loupe/internal/pgtest"
 	"github.com/loupe-dev/loupe/store"
 	"github.com/loupe-dev/loupe/store/postgres"
 	"github.com/loupe-dev/loupe/trace"
@@ -48,28 +47,6 @@ func nextNotice(t *testing.T, ch chan store.CommitNotice) store.CommitNotice {
 		t.Fatal("no commit notice in 10 s")
 		return store.CommitNotice{}
 	}
-}
-
-// terminateListeners ends the listening connections of the store in the
-// schema of dsn, as an administrator or a failover would.
-func terminateListeners(t *testing.T, dsn string) int {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	err = db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = 'loupe listen' AND query = $1`, `LISTEN "loupe `+u.Query().Get("search_path")+`"`).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // TestWatchCommits: a Store is told of what another Store of the same
@@ -118,7 +95,7 @@ func TestWatchCommits(t *testing.T) {
 	cancel()
 	b.Append(cctx, recsOf(4, 1))
 
-	if k := terminateListeners(t, dsn); k != 1 {
+	if k := pgtest.TerminateListeners(t, dsn); k != 1 {
 		t.Fatalf("%d listening connections ended, want 1", k)
 	}
 	select {

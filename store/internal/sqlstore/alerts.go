@@ -223,12 +223,9 @@ func (db *DB) Firings(ctx context.Context, f store.FiringFilter) ([]store.Firing
 		return out, nil
 	}
 	b = db.D.NewBuilder()
-	in := make([]string, len(out))
-	for i := range out {
-		in[i] = b.Arg(out[i].ID)
-	}
-	rows, err = db.SQL.QueryContext(ctx, "SELECT firing_id, event, target, attempt, ts, status, ok, error FROM alert_deliveries WHERE firing_id IN ("+
-		strings.Join(in, ", ")+") ORDER BY ts, attempt", b.Args...)
+	in := b.List(len(out), func(i int) any { return out[i].ID })
+	rows, err = db.SQL.QueryContext(ctx, "SELECT firing_id, event, target, attempt, ts, status, ok, error FROM alert_deliveries WHERE firing_id IN "+
+		in+" ORDER BY ts, attempt", b.Args...)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: reading deliveries: %w", db.Name, err)
 	}

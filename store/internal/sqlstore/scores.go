@@ -143,16 +143,8 @@ func (db *DB) AddScores(ctx context.Context, in []store.Score) ([]store.Score, e
 		return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
 	}
 	b = db.D.NewBuilder()
-	q.Reset()
-	q.WriteString("SELECT name, kind FROM score_names WHERE name IN (")
-	for i, name := range names {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString(b.Arg(name))
-	}
-	q.WriteString(")")
-	rows, err := tx.QueryContext(ctx, q.String(), b.Args...)
+	nameList := b.List(len(names), func(i int) any { return names[i] })
+	rows, err := tx.QueryContext(ctx, "SELECT name, kind FROM score_names WHERE name IN "+nameList, b.Args...)
 	if err != nil {
 		return nil, fmt.Errorf("add scores to %s: %w", db.Name, err)
 	}

@@ -191,13 +191,18 @@ func (b *Builder) Arg(v any) string {
 
 // In returns "(p1, p2, …)" for ids.
 func (b *Builder) In(ids []trace.TraceID) string {
+	return b.List(len(ids), func(i int) any { return ids[i][:] })
+}
+
+// List returns "(p1, p2, …)", the placeholders of arg(0) to arg(n-1).
+func (b *Builder) List(n int, arg func(i int) any) string {
 	var s strings.Builder
 	s.WriteByte('(')
-	for i := range ids {
+	for i := range n {
 		if i > 0 {
 			s.WriteString(", ")
 		}
-		s.WriteString(b.Arg(ids[i][:]))
+		s.WriteString(b.Arg(arg(i)))
 	}
 	s.WriteByte(')')
 	return s.String()
@@ -212,16 +217,7 @@ func (b *Builder) rowsIn(ids, ts []int64) string {
 	if b.pg {
 		return "r.id = ANY(" + b.Arg(ids) + ") AND r.ts = ANY(" + b.Arg(ts) + ")"
 	}
-	var s strings.Builder
-	s.WriteString("r.id IN (")
-	for i, id := range ids {
-		if i > 0 {
-			s.WriteString(", ")
-		}
-		s.WriteString(b.Arg(id))
-	}
-	s.WriteByte(')')
-	return s.String()
+	return "r.id IN " + b.List(len(ids), func(i int) any { return ids[i] })
 }
 
 // DB implements store.Store over database/sql, except Append, which the
@@ -820,11 +816,7 @@ func (db *DB) Search(ctx context.Context, q store.Query) (store.SearchPage, erro
 		c = append(c, "r.ts >= "+b.Arg(q.Since.UnixNano()))
 	}
 	if len(q.Types) > 0 {
-		var ps []string
-		for _, t := range q.Types {
-			ps = append(ps, b.Arg(string(t)))
-		}
-		c = append(c, "r.type IN ("+strings.Join(ps, ", ")+")")
+		c = append(c, "r.type IN "+b.List(len(q.Types), func(i int) any { return string(q.Types[i]) }))
 	}
 	var after int64 = -1 // scan rows with ids below this; -1: from the newest
 	if q.Cursor != "" {
